@@ -1,0 +1,59 @@
+// The podsim binary: dispatches to sub-commands.
+
+#include <exception>
+#include <functional>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "ir/error.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  const char* summary;
+  std::function<int(const podsim::cli::Args&)> run;
+};
+
+const std::vector<Command>& Commands() {
+  static const std::vector<Command> commands = {
+      {"ir", "verify, print, cost, evaluate and convert IR modules", podsim::cli::IrCommand},
+      {"topology", "describe a pod topology (preset or JSON file)", podsim::cli::TopologyCommand},
+      {"collective", "time one collective on a pod", podsim::cli::CollectiveCommand},
+      {"run", "run an experiment config and write results", podsim::cli::RunCommand},
+  };
+  return commands;
+}
+
+void PrintUsage(std::ostream& os) {
+  os << "usage: podsim <command> [options]   (podsim <command> --help for its options)\n\n"
+        "commands:\n";
+  for (const Command& c : Commands()) {
+    os << "  " << c.name << std::string(12 - std::string(c.name).size(), ' ') << c.summary << "\n";
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+    PrintUsage(argc < 2 ? std::cerr : std::cout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string name = argv[1];
+  podsim::cli::Args args(argv + 2, argv + argc);
+  for (const Command& c : Commands()) {
+    if (name != c.name) continue;
+    try {
+      return c.run(args);
+    } catch (const std::exception& e) {
+      std::cerr << "podsim " << name << ": error: " << e.what() << "\n";
+      return 1;
+    }
+  }
+  std::cerr << "podsim: unknown command '" << name << "'\n";
+  PrintUsage(std::cerr);
+  return 2;
+}

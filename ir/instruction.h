@@ -1,0 +1,146 @@
+#pragma once
+// One SSA instruction. Attributes are plain fields; which ones an opcode reads is listed below
+// and enforced by the verifier. Semantics follow XLA HLO unless stated.
+//
+// parameter            parameter_number.
+// constant             literal.
+// iota                 dimensions={d}: value = index along d.
+// partition-id         s32[]: the partition running the program.
+// random-uniform       seed, rng_low, rng_high, rng_global_dims; operands: optional scalar s32
+//                      offsets, one per dim. Element at local index i has global index
+//                      offset+i in rng_global_dims; its value depends only on (seed, global
+//                      linear index), so a shard draws the same numbers as the whole tensor.
+// unary / binary       elementwise, same shapes (no implicit broadcast); compare: comparison,
+//                      result pred; convert: result dtype from shape.
+// select               (pred, on_true, on_false).
+// broadcast            dimensions[i] = output dim that operand dim i maps to (increasing).
+// reshape              same element count, row-major.
+// transpose            dimensions = permutation: output dim i is operand dim dimensions[i].
+// slice                slice_starts, slice_limits, slice_strides.
+// dynamic-slice        operands (x, start_0, ..., start_{r-1}) scalar s32; slice_sizes. Starts
+//                      clamp to [0, dim - size].
+// dynamic-update-slice operands (x, update, start_0, ...); starts clamp like dynamic-slice.
+// pad                  operands (x, scalar pad value); padding per dim (low, high, interior);
+//                      low/high may be negative (cropping).
+// concatenate          dimensions={d}; two or more operands.
+// reverse              dimensions = dims to reverse.
+// gather               operands (x, indices s32); dimensions={axis}: output dims =
+//                      x.dims[:axis] ++ indices.dims ++ x.dims[axis+1:]; indices clamp.
+// dot                  dot dims; output = batch dims, lhs free dims, rhs free dims (in order).
+// convolution          conv dims, window (one WindowDim per spatial dim), feature_group_count.
+// reduce               reduce_kind over dimensions (removed from the output).
+// argmax               dimensions={d}; s32 index of the first maximum along d (d removed).
+// reduce-window        reduce_kind; window (one per operand dim).
+// cumsum               dimensions={d}; exclusive: the sum of preceding elements only.
+// sort                 dimensions={d}; descending; stable.
+// top-k                k along the last dim; result tuple (values, s32 indices), stable.
+// all-reduce           reduce_kind, replica_groups (empty = one group of all partitions).
+// all-gather           dimensions={d}, replica_groups: concat of members' inputs along d.
+// reduce-scatter       dimensions={d}, reduce_kind, replica_groups: member i gets block i.
+// all-to-all           split_dimension, concat_dimension, replica_groups.
+// collective-permute   source_target_pairs; a partition that receives nothing gets zeros.
+// loop                 trip_count, body; operands are the carried values. The body has
+//                      parameter(0) = s32[] iteration number and parameters 1..n = carried
+//                      values; its root is a tuple of the n new carried values. The loop's
+//                      value is that tuple after trip_count iterations.
+// tuple                any operands; get-tuple-element: tuple_index.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/literal.h"
+#include "ir/opcode.h"
+#include "ir/shape.h"
+#include "ir/sharding.h"
+
+namespace podsim::ir {
+
+class Computation;
+
+struct DotDims {
+  std::vector<int64_t> lhs_batch, rhs_batch;
+  std::vector<int64_t> lhs_contracting, rhs_contracting;
+  bool operator==(const DotDims&) const = default;
+};
+
+// One spatial (or, for reduce-window, any) dimension of a window.
+struct WindowDim {
+  int64_t size = 1;
+  int64_t stride = 1;
+  int64_t pad_low = 0;
+  int64_t pad_high = 0;
+  int64_t base_dilation = 1;    // lhs dilation: holes between input elements
+  int64_t window_dilation = 1;  // rhs dilation: holes between window taps
+  bool operator==(const WindowDim&) const = default;
+};
+
+// Which dimensions of input, kernel and output play which role (HLO dim_labels, e.g.
+// "b01f_01io->b01f").
+struct ConvDims {
+  int64_t input_batch = 0;
+  int64_t input_feature = 1;
+  std::vector<int64_t> input_spatial;
+  int64_t kernel_input_feature = 0;
+  int64_t kernel_output_feature = 1;
+  std::vector<int64_t> kernel_spatial;
+  int64_t output_batch = 0;
+  int64_t output_feature = 1;
+  std::vector<int64_t> output_spatial;
+  bool operator==(const ConvDims&) const = default;
+};
+
+struct PadDim {
+  int64_t low = 0;
+  int64_t high = 0;
+  int64_t interior = 0;
+  bool operator==(const PadDim&) const = default;
+};
+
+struct Instruction {
+  Opcode opcode = Opcode::kParameter;
+  std::string name;  // unique in the module, printed with a leading '%'
+  Shape shape;
+  std::vector<Instruction*> operands;
+  Computation* parent = nullptr;
+
+  // Attributes (see the table above for which opcode reads which).
+  int64_t parameter_number = 0;
+  Literal literal;
+  std::vector<int64_t> dimensions;
+  std::vector<int64_t> slice_starts, slice_limits, slice_strides;
+  std::vector<int64_t> slice_sizes;
+  std::vector<PadDim> padding;
+  DotDims dot;
+  ConvDims conv;
+  std::vector<WindowDim> window;
+  int64_t feature_group_count = 1;
+  ReduceKind reduce_kind = ReduceKind::kAdd;
+  Comparison comparison = Comparison::kEq;
+  bool exclusive = false;
+  bool descending = false;
+  int64_t k = 0;
+  uint64_t seed = 0;
+  double rng_low = 0.0;
+  double rng_high = 1.0;
+  std::vector<int64_t> rng_global_dims;
+  std::vector<std::vector<int64_t>> replica_groups;
+  std::vector<std::pair<int64_t, int64_t>> source_target_pairs;
+  int64_t split_dimension = 0;
+  int64_t concat_dimension = 0;
+  int64_t trip_count = 0;
+  Computation* body = nullptr;
+  int64_t tuple_index = 0;
+
+  // Name scope / category, e.g. "moe/dispatch"; used for time breakdowns.
+  std::string scope;
+  // Set by users (annotations) and by the partitioner; printed as sharding={...}.
+  std::optional<Sharding> sharding;
+
+  const Instruction* operand(size_t i) const { return operands[i]; }
+  Instruction* operand(size_t i) { return operands[i]; }
+};
+
+}  // namespace podsim::ir

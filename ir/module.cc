@@ -1,0 +1,105 @@
+#include "ir/module.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "ir/error.h"
+
+namespace podsim::ir {
+
+Instruction* Computation::Add(std::unique_ptr<Instruction> instr) {
+  instr->parent = this;
+  if (instr->name.empty() || !parent_->ReserveName(instr->name)) {
+    instr->name = parent_->UniqueName(instr->name.empty() ? std::string(OpcodeName(instr->opcode))
+                                                          : instr->name);
+  }
+  return AppendNamed(std::move(instr));
+}
+
+Instruction* Computation::AppendNamed(std::unique_ptr<Instruction> instr) {
+  instr->parent = this;
+  instructions_.push_back(std::move(instr));
+  return instructions_.back().get();
+}
+
+Instruction* Computation::root() const {
+  if (root_) return root_;
+  return instructions_.empty() ? nullptr : instructions_.back().get();
+}
+
+std::vector<Instruction*> Computation::parameters() const {
+  std::vector<Instruction*> params;
+  for (const auto& i : instructions_) {
+    if (i->opcode == Opcode::kParameter) params.push_back(i.get());
+  }
+  std::stable_sort(params.begin(), params.end(), [](const Instruction* a, const Instruction* b) {
+    return a->parameter_number < b->parameter_number;
+  });
+  return params;
+}
+
+void Computation::ReplaceInstructions(std::vector<std::unique_ptr<Instruction>> instrs,
+                                      Instruction* root) {
+  instructions_ = std::move(instrs);
+  for (auto& i : instructions_) i->parent = this;
+  root_ = root;
+}
+
+Computation* Module::AddComputation(const std::string& name, bool is_entry) {
+  if (FindComputation(name)) throw Error("duplicate computation name '" + name + "'");
+  computations_.push_back(std::make_unique<Computation>(name, this));
+  Computation* c = computations_.back().get();
+  if (is_entry) {
+    if (entry_) throw Error("module '" + name_ + "' already has an entry computation");
+    entry_ = c;
+  }
+  return c;
+}
+
+Computation* Module::FindComputation(const std::string& name) const {
+  for (const auto& c : computations_) {
+    if (c->name() == name) return c.get();
+  }
+  return nullptr;
+}
+
+std::string Module::UniqueName(const std::string& stem) {
+  if (used_names_.insert(stem).second) return stem;
+  int64_t& next = next_suffix_[stem];
+  while (true) {
+    std::string candidate = stem + "." + std::to_string(++next);
+    if (used_names_.insert(candidate).second) return candidate;
+  }
+}
+
+bool Module::ReserveName(const std::string& name) { return used_names_.insert(name).second; }
+
+int64_t Module::InstructionCount() const {
+  int64_t n = 0;
+  for (const auto& c : computations_) n += static_cast<int64_t>(c->instructions().size());
+  return n;
+}
+
+std::unique_ptr<Module> Module::Clone() const {
+  auto out = std::make_unique<Module>(name_);
+  std::unordered_map<const Computation*, Computation*> comp_map;
+  std::unordered_map<const Instruction*, Instruction*> instr_map;
+  for (const auto& c : computations_) {
+    Computation* nc = out->AddComputation(c->name(), c.get() == entry_);
+    comp_map[c.get()] = nc;
+  }
+  for (const auto& c : computations_) {
+    Computation* nc = comp_map[c.get()];
+    for (const auto& i : c->instructions()) {
+      auto copy = std::make_unique<Instruction>(*i);
+      for (Instruction*& op : copy->operands) op = instr_map.at(op);
+      if (copy->body) copy->body = comp_map.at(copy->body);
+      Instruction* added = nc->Add(std::move(copy));
+      instr_map[i.get()] = added;
+    }
+    if (c->root()) nc->set_root(instr_map.at(c->root()));
+  }
+  return out;
+}
+
+}  // namespace podsim::ir

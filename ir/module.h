@@ -1,0 +1,79 @@
+#pragma once
+// A Module owns computations; a Computation owns instructions in SSA (definition) order.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "ir/instruction.h"
+
+namespace podsim::ir {
+
+class Module;
+
+class Computation {
+ public:
+  Computation(std::string name, Module* parent) : name_(std::move(name)), parent_(parent) {}
+
+  const std::string& name() const { return name_; }
+  Module* parent() const { return parent_; }
+
+  // Appends an instruction (its operands must already be in this computation); names it
+  // uniquely if its name is empty or taken; returns it. The last added becomes the root
+  // unless set_root was called.
+  Instruction* Add(std::unique_ptr<Instruction> instr);
+  // Appends an instruction whose name the module has already reserved (Module::UniqueName).
+  Instruction* AppendNamed(std::unique_ptr<Instruction> instr);
+
+  const std::vector<std::unique_ptr<Instruction>>& instructions() const { return instructions_; }
+  Instruction* root() const;
+  void set_root(Instruction* root) { root_ = root; }
+  // Parameters ordered by parameter_number.
+  std::vector<Instruction*> parameters() const;
+  // Replaces the instruction list (used by passes that rebuild a computation).
+  void ReplaceInstructions(std::vector<std::unique_ptr<Instruction>> instrs, Instruction* root);
+
+ private:
+  std::string name_;
+  Module* parent_;
+  std::vector<std::unique_ptr<Instruction>> instructions_;
+  Instruction* root_ = nullptr;
+};
+
+class Module {
+ public:
+  explicit Module(std::string name = "module") : name_(std::move(name)) {}
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  const std::string& name() const { return name_; }
+  void set_name(std::string n) { name_ = std::move(n); }
+
+  // Adds a computation; the first one added with is_entry=true is the entry.
+  Computation* AddComputation(const std::string& name, bool is_entry = false);
+  Computation* entry() const { return entry_; }
+  Computation* FindComputation(const std::string& name) const;
+  // Sub-computations before the entry, in the order they were added.
+  const std::vector<std::unique_ptr<Computation>>& computations() const { return computations_; }
+
+  // A unique instruction name from a stem ("add" -> "add", "add.1", ...).
+  std::string UniqueName(const std::string& stem);
+  // Marks a name used (so UniqueName avoids it); returns false if it was already used.
+  bool ReserveName(const std::string& name);
+
+  // Deep copy.
+  std::unique_ptr<Module> Clone() const;
+  int64_t InstructionCount() const;
+
+ private:
+  std::string name_;
+  std::vector<std::unique_ptr<Computation>> computations_;
+  Computation* entry_ = nullptr;
+  std::unordered_set<std::string> used_names_;
+  std::unordered_map<std::string, int64_t> next_suffix_;  // per stem, for UniqueName
+};
+
+}  // namespace podsim::ir

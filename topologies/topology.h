@@ -1,0 +1,110 @@
+#pragma once
+// A pod as a graph: chips with coordinates, cores (the partitions) on chips, and directed links.
+// It answers Route(src_core, dst_core) as a list of directed link ids; it knows nothing of time.
+//
+// Numbering (all topologies):
+// - Core (= partition id) c lives on chip c / cores_per_chip(), as local core c % cores_per_chip().
+// - Grid topologies number chips row-major over their coordinates, the last coordinate varying
+//   fastest: chip = ((x0 * d1 + x1) * d2 + x2) ... (ChipCoords / ChipAt convert).
+// - Link ids are dense, 0 .. links().size()-1; links()[i].id == i.
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace podsim::topo {
+
+enum class LinkKind : uint8_t { kIci, kOnChip };
+
+// One direction of one physical link.
+struct Link {
+  int64_t id = 0;
+  int64_t src_chip = 0;
+  int64_t dst_chip = 0;
+  LinkKind kind = LinkKind::kIci;
+  double bandwidth_bytes_per_s = 0;  // per direction, > 0; already multiplied by parallel_links
+  int64_t latency_ps = 0;            // per hop, > 0
+  int dim = -1;                      // torus dimension it runs along (-1: custom / on-chip)
+  int direction = 0;                 // +1 or -1 along dim (0: custom / on-chip)
+  int64_t src_core = -1;             // on-chip links: the sending core (-1 for ICI links)
+  int64_t dst_core = -1;             // on-chip links: the receiving core (-1 for ICI links)
+  int parallel_links = 1;            // physical links merged into this one (links_per_neighbor)
+};
+
+// How a route picks a direction when the destination is exactly half a ring away.
+// kPositive: always +1. kSplit: Route() takes the + half, RouteSplit() both at 0.5 each.
+// kAlternate: + when (source chip's coordinate on that dimension + source local core) is even.
+enum class TieBreak : uint8_t { kPositive, kSplit, kAlternate };
+
+// The shape of a torus / mesh (grid) topology.
+struct GridShape {
+  std::vector<int64_t> dims;     // chips along each dimension, each >= 1
+  std::vector<bool> wraparound;  // per dimension: ring (true) or line (false)
+  // Twisted torus: crossing the wraparound of twist_dim in the + direction also shifts every
+  // other coordinate e by twist_offsets[e] (mod dims[e]); the - direction shifts back.
+  int twist_dim = -1;                  // -1: no twist
+  std::vector<int64_t> twist_offsets;  // one per dimension (empty without twist)
+};
+
+class Topology {
+ public:
+  virtual ~Topology() = default;
+
+  virtual std::string name() const = 0;
+  virtual int64_t num_chips() const = 0;
+  virtual int64_t cores_per_chip() const = 0;
+  int64_t num_cores() const { return num_chips() * cores_per_chip(); }
+  // Core (partition id) c lives on chip c / cores_per_chip().
+  int64_t ChipOfCore(int64_t core) const { return core / cores_per_chip(); }
+  // Index of the core on its chip, 0 .. cores_per_chip()-1.
+  int64_t LocalCore(int64_t core) const { return core % cores_per_chip(); }
+
+  virtual const std::vector<Link>& links() const = 0;
+  // Directed link ids from src_core's chip to dst_core's chip, in hop order. Same chip, different
+  // cores: the on-chip link. Same core: empty. With TieBreak::kSplit a tie returns one of the
+  // halves; RouteSplit gives both with their byte fractions.
+  virtual std::vector<int64_t> Route(int64_t src_core, int64_t dst_core) const = 0;
+  // All paths a transfer is split over, with the fraction of bytes on each (fractions sum to 1).
+  struct WeightedPath {
+    std::vector<int64_t> links;
+    double fraction = 1.0;
+  };
+  virtual std::vector<WeightedPath> RouteSplit(int64_t src_core, int64_t dst_core) const {
+    return {{Route(src_core, dst_core), 1.0}};
+  }
+  // Number of links on Route(src_core, dst_core) (every split path has the same length).
+  virtual int64_t Hops(int64_t src_core, int64_t dst_core) const {
+    return static_cast<int64_t>(Route(src_core, dst_core).size());
+  }
+
+  // Torus / mesh shape; nullptr for custom graphs.
+  virtual const GridShape* grid() const { return nullptr; }
+  // Coordinates of a chip on the grid (row-major, last fastest); {chip} for custom graphs.
+  std::vector<int64_t> ChipCoords(int64_t chip) const {
+    const GridShape* g = grid();
+    if (g == nullptr) return {chip};
+    std::vector<int64_t> coords(g->dims.size());
+    for (size_t d = g->dims.size(); d-- > 0;) {
+      coords[d] = chip % g->dims[d];
+      chip /= g->dims[d];
+    }
+    return coords;
+  }
+  // Inverse of ChipCoords (coordinates must be in range).
+  int64_t ChipAt(const std::vector<int64_t>& coords) const {
+    const GridShape* g = grid();
+    if (g == nullptr) return coords.empty() ? 0 : coords[0];
+    int64_t chip = 0;
+    for (size_t d = 0; d < g->dims.size(); ++d) chip = chip * g->dims[d] + coords[d];
+    return chip;
+  }
+
+  // The fully resolved config: LoadTopology(ToJson(), ...) rebuilds an identical topology.
+  virtual nlohmann::json ToJson() const;
+  // Human-readable description: dims, wraparound, links, core numbering.
+  virtual std::string Describe() const = 0;
+};
+
+}  // namespace podsim::topo
