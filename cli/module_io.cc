@@ -1,0 +1,111 @@
+#include "cli/module_io.h"
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "ir/error.h"
+#include "ir/proto.h"
+#include "ir/text.h"
+
+namespace podsim::cli {
+
+namespace {
+
+bool IsProtoPath(const std::string& path) {
+  return path.size() >= 3 && path.compare(path.size() - 3, 3, ".pb") == 0;
+}
+
+void FlattenJson(const nlohmann::json& j, const ir::Shape& shape, size_t dim,
+                 const std::string& where, std::vector<double>& out) {
+  if (dim == shape.dims.size()) {
+    if (j.is_boolean()) {
+      out.push_back(j.get<bool>() ? 1.0 : 0.0);
+    } else if (j.is_number()) {
+      out.push_back(ir::RoundToDType(j.get<double>(), shape.dtype));
+    } else if (j.is_string() && (j == "inf" || j == "-inf" || j == "nan")) {
+      std::string s = j.get<std::string>();
+      out.push_back(s == "nan" ? std::nan("") : (s == "inf" ? HUGE_VAL : -HUGE_VAL));
+    } else {
+      throw Error(where + ": expected a number, got " + j.dump());
+    }
+    return;
+  }
+  if (!j.is_array() || static_cast<int64_t>(j.size()) != shape.dims[dim]) {
+    throw Error(where + ": expected an array of " + std::to_string(shape.dims[dim]) +
+                " elements for dimension " + std::to_string(dim) + " of " + shape.ToString() +
+                ", got " + (j.is_array() ? std::to_string(j.size()) + " elements" : j.type_name()));
+  }
+  for (size_t k = 0; k < j.size(); ++k) {
+    FlattenJson(j[k], shape, dim + 1, where + "[" + std::to_string(k) + "]", out);
+  }
+}
+
+nlohmann::json NestJson(const ir::Literal& l, size_t dim, int64_t& pos) {
+  if (dim == l.shape.dims.size()) {
+    double v = l.values[pos++];
+    if (l.shape.dtype == ir::DType::kPred) return v != 0;
+    if (l.shape.dtype == ir::DType::kS32) return static_cast<int64_t>(v);
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    return v;
+  }
+  nlohmann::json arr = nlohmann::json::array();
+  for (int64_t k = 0; k < l.shape.dims[dim]; ++k) arr.push_back(NestJson(l, dim + 1, pos));
+  return arr;
+}
+
+}  // namespace
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot open '" + path + "'");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void WriteFile(const std::string& path, const std::string& contents) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw Error("cannot write '" + path + "'");
+  out << contents;
+  if (!out) throw Error("failed writing '" + path + "'");
+}
+
+std::unique_ptr<ir::Module> LoadModule(const std::string& path) {
+  std::string bytes = ReadFile(path);
+  if (IsProtoPath(path)) {
+    try {
+      return ir::ModuleFromProtoBytes(bytes);
+    } catch (const Error& e) {
+      throw Error(path + ": " + e.what());
+    }
+  }
+  return ir::ParseModule(bytes, path);
+}
+
+void SaveModule(const ir::Module& module, const std::string& path) {
+  WriteFile(path, IsProtoPath(path) ? ir::ModuleToProtoBytes(module) : ir::PrintModule(module));
+}
+
+nlohmann::json LiteralToJson(const ir::Literal& literal) {
+  if (literal.shape.is_tuple) {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const ir::Literal& e : literal.elements) arr.push_back(LiteralToJson(e));
+    return {{"tuple", arr}};
+  }
+  int64_t pos = 0;
+  return NestJson(literal, 0, pos);
+}
+
+ir::Literal LiteralFromJson(const nlohmann::json& json, const ir::Shape& shape,
+                            const std::string& where) {
+  if (shape.is_tuple) throw Error(where + ": tuple-shaped inputs are not supported");
+  std::vector<double> values;
+  values.reserve(shape.NumElements());
+  FlattenJson(json, shape, 0, where, values);
+  return ir::Literal(shape, std::move(values));
+}
+
+}  // namespace podsim::cli

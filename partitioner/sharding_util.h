@@ -1,0 +1,53 @@
+#pragma once
+// Arithmetic on ir::Sharding: tile counts, per-shard shapes (ceil division, so uneven dims get
+// padded shards), which tile a device holds and where it starts.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/shape.h"
+#include "ir/sharding.h"
+
+namespace podsim::partitioner {
+
+using ir::Shape;
+using ir::Sharding;
+
+// Devices the sharding spreads over (tiled: product of tile dims; others: 1).
+int64_t NumTiles(const Sharding& s);
+// Tile dims that partition tensor dims (drops the trailing replicated dim); all 1s when not
+// tiled. Size == shape rank.
+std::vector<int64_t> TensorTileDims(const Sharding& s, int64_t rank);
+// Number of replicas of each tile (trailing replicated tile dim, else 1).
+int64_t ReplicationFactor(const Sharding& s);
+// Per-partition shape: ceil(dim / tiles) per dim.
+Shape ShardShape(const Shape& global, const Sharding& s);
+// Tile coordinates (one per tile-assignment dim, including the replicated one) of `device`;
+// empty if the device is not in the assignment. Not tiled: all zeros of size rank.
+std::vector<int64_t> TileIndexOfDevice(const Sharding& s, int64_t device);
+// Device at tile coordinates `index` (row-major over tile_dims).
+int64_t DeviceAtTile(const Sharding& s, const std::vector<int64_t>& index);
+// Start of `device`'s shard in each tensor dim (tile index * shard extent).
+std::vector<int64_t> ShardOffsets(const Shape& global, const Sharding& s, int64_t device);
+// True when the tensor dims split evenly.
+bool IsEvenlySharded(const Shape& global, const Sharding& s);
+// Devices holding the same tile as `device` (replica group within a partially replicated
+// sharding); {device} when not replicated.
+std::vector<int64_t> ReplicaGroupOf(const Sharding& s, int64_t device);
+
+// A logical device mesh with named axes, e.g. {x=4, y=2}: device id = row-major index over
+// axis coordinates (last axis fastest).
+struct DeviceMesh {
+  std::vector<std::string> axis_names;
+  std::vector<int64_t> axis_sizes;
+
+  int64_t num_devices() const;
+  // Parses "4x2" (axes named x, y, z, w) or "x=4,y=2"; throws podsim::Error on bad text.
+  static DeviceMesh Parse(const std::string& text);
+  std::vector<int64_t> Coordinates(int64_t device) const;
+  int64_t DeviceAt(const std::vector<int64_t>& coords) const;
+  std::string ToString() const;  // "x=4,y=2"
+};
+
+}  // namespace podsim::partitioner
