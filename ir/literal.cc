@@ -53,7 +53,7 @@ double RoundToDType(double v, DType t) {
     case DType::kBF16: return static_cast<double>(RoundToBf16(static_cast<float>(v)));
     case DType::kS32: {
       if (std::isnan(v)) return 0;
-      double tr = std::trunc(v);
+      double tr = std::trunc(v) + 0.0;  // + 0.0: -0.5 truncates to -0, an s32 has no -0
       constexpr double kMax = std::numeric_limits<int32_t>::max();
       constexpr double kMin = std::numeric_limits<int32_t>::min();
       return tr > kMax ? kMax : (tr < kMin ? kMin : tr);

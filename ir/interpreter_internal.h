@@ -1,0 +1,101 @@
+#pragma once
+// Private to the interpreter (ir/interpreter*.cc): the per-family evaluation handlers that the
+// driver (interpreter.cc) dispatches to, and the index helpers they share.
+//
+// Numerics, for every handler:
+//  - f32 and bf16 values are computed in double and rounded to the result dtype once per op
+//    (RoundToDType). A bf16 op thus equals the f32 op followed by a rounding to bf16, as when
+//    XLA upcasts bf16 arithmetic to f32.
+//  - Reductions over many elements (dot, convolution, reduce, reduce-window, cumsum, all-reduce,
+//    reduce-scatter) accumulate in double in a fixed order and round once at the end: a bf16
+//    dot accumulates wider than f32, then rounds to bf16.
+//  - s32 arithmetic is exact 32-bit two's complement, wrapping on overflow as XLA does
+//    (add, subtract, multiply, negate, abs, and integer sums). Division truncates toward zero;
+//    x / 0 = -1 and INT32_MIN / -1 = INT32_MIN, as XLA's HloEvaluator. Conversions from floats
+//    to s32 truncate toward zero and saturate; NaN converts to 0.
+//  - pred is 0 or 1; and/or are logical on pred and bitwise on s32.
+//  - maximum/minimum and max/min reductions propagate NaN. Sort and top-k order NaN above every
+//    number; argmax returns the first NaN if there is one.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ir/instruction.h"
+#include "ir/literal.h"
+
+namespace podsim::ir::interp {
+
+// The operand values of one instruction on one partition, in operand order.
+using Operands = std::vector<const Literal*>;
+
+// Throws podsim::Error "%name (opcode): what".
+[[noreturn]] void Fail(const Instruction& instr, const std::string& what);
+
+// Wraps an integer to int32 two's complement (the s32 result of integer arithmetic).
+double WrapS32(int64_t v);
+
+// Reduces values of one dtype with one ReduceKind in the order they are added: floats in
+// double (rounded once by Result), s32 sums exactly in int64 (wrapped by Result).
+class Accumulator {
+ public:
+  Accumulator(ReduceKind kind, DType dtype)
+      : kind_(kind), dtype_(dtype), int_sum_(kind == ReduceKind::kAdd && dtype == DType::kS32),
+        value_(ReduceIdentity(kind)) {}
+  void Add(double v) {
+    if (int_sum_) {
+      sum_ += static_cast<int64_t>(v);
+    } else {
+      value_ = ApplyReduce(kind_, value_, v);
+    }
+  }
+  // The reduction so far in the dtype (the identity, rounded, if nothing was added).
+  double Result() const { return int_sum_ ? WrapS32(sum_) : RoundToDType(value_, dtype_); }
+
+ private:
+  ReduceKind kind_;
+  DType dtype_;
+  bool int_sum_;
+  double value_;
+  int64_t sum_ = 0;
+};
+
+// Row-major strides of `dims`.
+std::vector<int64_t> Strides(const std::vector<int64_t>& dims);
+
+// Advances a row-major multi-index over `dims`; returns false after the last index.
+bool NextIndex(std::vector<int64_t>& index, const std::vector<int64_t>& dims);
+
+// Calls fn(index, linear) for every index of `dims` in row-major order.
+void ForEachIndex(const std::vector<int64_t>& dims,
+                  const std::function<void(const std::vector<int64_t>&, int64_t)>& fn);
+
+// `x` with its dims permuted: output dim i is x's dim perm[i].
+Literal Transposed(const Literal& x, const std::vector<int64_t>& perm);
+
+// Leaves (interpreter_leaves.cc): constant, iota, partition-id, random-uniform.
+Literal EvalLeaf(const Instruction& instr, const Operands& ops, int64_t partition_id);
+
+// Elementwise unary, binary and select (interpreter_elementwise.cc).
+Literal EvalElementwise(const Instruction& instr, const Operands& ops);
+
+// Data movement (interpreter_data.cc): broadcast, reshape, transpose, slice, dynamic-slice,
+// dynamic-update-slice, pad, concatenate, reverse, gather.
+Literal EvalDataMovement(const Instruction& instr, const Operands& ops);
+
+// Contractions (interpreter_contract.cc): dot and convolution.
+Literal EvalContraction(const Instruction& instr, const Operands& ops);
+
+// Reductions and orderings (interpreter_reduce.cc): reduce, argmax, reduce-window, cumsum, sort,
+// top-k.
+Literal EvalReduction(const Instruction& instr, const Operands& ops);
+
+// Collectives (interpreter_collectives.cc). `inputs[p]` is the operand on partition p of
+// num_partitions = inputs.size(); returns each partition's result.
+std::vector<Literal> EvalCollective(const Instruction& instr, const Operands& inputs);
+
+// A uniform double in [0, 1) that depends only on (seed, index): a SplitMix64-style hash.
+double UniformHash(uint64_t seed, uint64_t index);
+
+}  // namespace podsim::ir::interp
