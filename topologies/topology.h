@@ -8,9 +8,8 @@
 //   fastest: chip = ((x0 * d1 + x1) * d2 + x2) ... (ChipCoords / ChipAt convert).
 // - Link ids are dense, 0 .. links().size()-1; links()[i].id == i.
 
-#include <nlohmann/json_fwd.hpp>
-
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -66,6 +65,12 @@ class Topology {
   // cores: the on-chip link. Same core: empty. With TieBreak::kSplit a tie returns one of the
   // halves; RouteSplit gives both with their byte fractions.
   virtual std::vector<int64_t> Route(int64_t src_core, int64_t dst_core) const = 0;
+  // Appends Route(src_core, dst_core) to `out`: lets a caller keep every route of a collective
+  // in one flat array. Tori do it without allocating (beyond growing `out`).
+  virtual void AppendRoute(int64_t src_core, int64_t dst_core, std::vector<int64_t>& out) const {
+    const std::vector<int64_t> route = Route(src_core, dst_core);
+    out.insert(out.end(), route.begin(), route.end());
+  }
   // All paths a transfer is split over, with the fraction of bytes on each (fractions sum to 1).
   struct WeightedPath {
     std::vector<int64_t> links;

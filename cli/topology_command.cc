@@ -1,0 +1,153 @@
+// podsim topology NAME_OR_FILE [--json] [--route SRC DST] [--set PATH=VALUE]... [--mesh AxB]
+//                              [--cores] [--links]
+// podsim topology --list
+// Describes a pod: dims, wraparound, cores per chip, links and bandwidths, core numbering, and
+// optionally a route, the mapping of a logical device mesh, or every link.
+
+#include <boost/program_options.hpp>
+#include <cstdint>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "topologies/describe.h"
+#include "topologies/json_reader.h"
+#include "topologies/load.h"
+#include "topologies/topology.h"
+
+namespace podsim::cli {
+namespace {
+
+namespace po = boost::program_options;
+
+// "16x128" or "16,128" -> {16, 128}.
+std::vector<int64_t> ParseMesh(const std::string& text) {
+  std::vector<int64_t> shape;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = text.find_first_of("x,", start);
+    const std::string part = text.substr(start, end == std::string::npos ? end : end - start);
+    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos ||
+        part.size() > 9) {
+      throw topo::ConfigError("--mesh: expected sizes like 16x128, got \"" + text + "\"");
+    }
+    shape.push_back(std::stoll(part));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return shape;
+}
+
+void PrintUsage(std::ostream& os, const po::options_description& visible) {
+  os << "usage: podsim topology NAME_OR_FILE [options]\n"
+        "       podsim topology --list\n"
+        "NAME_OR_FILE is a preset name (see --list) or a topology JSON file (docs/config.md).\n\n"
+     << visible;
+}
+
+}  // namespace
+
+int TopologyCommand(const Args& args) {
+  po::options_description visible("options");
+  // clang-format off
+  visible.add_options()
+      ("help,h", "show this help")
+      ("list", "list the preset names")
+      ("json", "print one JSON object instead of text")
+      ("route", po::value<std::vector<int64_t>>()->multitoken(),
+       "SRC DST: explain the route between two cores (partition ids)")
+      ("set", po::value<std::vector<std::string>>()->composing(),
+       "PATH=VALUE: override a config value, e.g. topology.link_bandwidth=2e11 (repeatable)")
+      ("mesh", po::value<std::string>(),
+       "AxB...: show how a logical device mesh maps onto partitions, cores and chips")
+      ("cores", "print the core table even for large pods")
+      ("links", "list every directed link");
+  // clang-format on
+  po::options_description hidden;
+  hidden.add_options()("topology", po::value<std::string>());
+  po::options_description all;
+  all.add(visible).add(hidden);
+  po::positional_options_description positional;
+  positional.add("topology", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
+  po::notify(vm);
+
+  if (vm.count("help")) {
+    PrintUsage(std::cout, visible);
+    return 0;
+  }
+  if (vm.count("list")) {
+    for (const std::string& name : topo::ListPresets()) std::cout << name << "\n";
+    return 0;
+  }
+  if (!vm.count("topology")) {
+    PrintUsage(std::cerr, visible);
+    return 2;
+  }
+  const std::string name = vm["topology"].as<std::string>();
+
+  // Overrides apply to {"topology": <expanded config>}, as in experiment configs.
+  nlohmann::json root = {{"topology", topo::ExpandTopologyConfig(name, "topology")}};
+  if (vm.count("set")) {
+    for (const std::string& assignment : vm["set"].as<std::vector<std::string>>()) {
+      topo::ApplyOverride(root, assignment);
+      if (root.size() != 1) {
+        throw topo::ConfigError("--set " + assignment +
+                                ": paths start with \"topology.\", e.g. topology.dims[0]=8");
+      }
+    }
+  }
+  std::unique_ptr<topo::Topology> topology;
+  try {
+    topology = topo::LoadTopology(root["topology"], "topology");
+  } catch (const topo::ConfigError& e) {
+    if (!topo::IsTopologyFilePath(name)) throw;
+    throw topo::ConfigError(name + ": " + e.what());  // name the file whose value is bad
+  }
+
+  std::vector<int64_t> route;
+  if (vm.count("route")) {
+    route = vm["route"].as<std::vector<int64_t>>();
+    if (route.size() != 2) {
+      throw topo::ConfigError("--route: expected two core ids SRC DST, got " +
+                              std::to_string(route.size()) + " values");
+    }
+    for (int64_t core : route) {
+      if (core < 0 || core >= topology->num_cores()) {
+        throw topo::ConfigError("--route: core " + std::to_string(core) +
+                                " does not exist (topology " + topology->name() + " has " +
+                                std::to_string(topology->num_cores()) + " cores)");
+      }
+    }
+  }
+  std::vector<int64_t> mesh;
+  if (vm.count("mesh")) mesh = ParseMesh(vm["mesh"].as<std::string>());
+
+  // Everything is computed before anything is printed, so an error prints only the error.
+  if (vm.count("json")) {
+    nlohmann::json out = topo::DescribeJson(*topology, vm.count("links") > 0);
+    if (!route.empty()) out["route"] = topo::RouteJson(*topology, route[0], route[1]);
+    if (!mesh.empty()) out["mesh_mapping"] = topo::MeshMappingJson(*topology, mesh);
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::string text = topology->Describe();
+  if (vm.count("cores") && topology->num_chips() > 256) {
+    text += topo::CoreTable(*topology, /*max_chips=*/-1);
+  }
+  if (vm.count("links")) {
+    text += "links:\n";
+    for (const topo::Link& l : topology->links()) {
+      text += "  " + topo::DescribeLink(*topology, l) + "\n";
+    }
+  }
+  if (!mesh.empty()) text += topo::DescribeMeshMapping(*topology, mesh);
+  if (!route.empty()) text += topo::DescribeRoute(*topology, route[0], route[1]);
+  std::cout << text;
+  return 0;
+}
+
+}  // namespace podsim::cli

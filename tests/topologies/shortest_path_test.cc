@@ -1,0 +1,148 @@
+// Topologies routed by shortest paths: twisted tori and custom edge lists (Boost.Graph).
+
+#include <doctest/doctest.h>
+
+#include <bit>
+
+#include "tests/topologies/test_util.h"
+#include "topologies/config.h"
+#include "topologies/custom.h"
+#include "topologies/torus.h"
+
+namespace podsim::topo {
+namespace {
+
+using testing::TorusJson;
+
+void CheckChain(const Topology& t, const std::vector<int64_t>& route, int64_t src_chip,
+                int64_t dst_chip) {
+  int64_t cur = src_chip;
+  for (int64_t id : route) {
+    REQUIRE(id >= 0);
+    REQUIRE(id < static_cast<int64_t>(t.links().size()));
+    CHECK(t.links()[id].src_chip == cur);
+    cur = t.links()[id].dst_chip;
+  }
+  CHECK(cur == dst_chip);
+}
+
+TorusTopology Twisted(std::vector<int64_t> offsets) {
+  nlohmann::json j = TorusJson({4, 4, 8});
+  j["twist"] = {{"dim", 2}, {"offsets", offsets}};
+  return TorusTopology(TopologyConfig::FromJson(j, "topology"));
+}
+
+TEST_CASE("twisted 4x4x8: wrap links of the long dimension shift x and y by 2") {
+  const TorusTopology t = Twisted({2, 2, 0});
+  CHECK(t.twisted());
+  CHECK(t.links().size() == 128 * 6);  // every chip still has 6 links
+  // (0,0,7) = chip 7; crossing dim 2's wraparound (+) lands on (2,2,0) = 2*32 + 2*8 = 80.
+  CHECK(t.links()[t.NeighborLink(7, 2, +1)].dst_chip == 80);
+  // ... and the - direction from (2,2,0) comes back to (0,0,7).
+  CHECK(t.links()[t.NeighborLink(80, 2, -1)].dst_chip == 7);
+  // (3,1,7) = 3*32 + 8 + 7 = 111 -> (1,3,0) = 32 + 24 = 56.
+  CHECK(t.links()[t.NeighborLink(111, 2, +1)].dst_chip == 56);
+  // Links inside the dimension, and the other dimensions' wraps, are plain.
+  CHECK(t.links()[t.NeighborLink(0, 2, +1)].dst_chip == 1);
+  CHECK(t.links()[t.NeighborLink(0, 0, -1)].dst_chip == 96);  // (3,0,0)
+}
+
+TEST_CASE("twisted torus diameter is smaller than the plain torus's") {
+  // Plain 4x4x8: 2 + 2 + 4 = 8. Twisted: 6 (an independent BFS over the same wiring, in
+  // Python, gives 6 and a mean of 3.875 over all 128^2 ordered pairs, self pairs included).
+  const TorusTopology plain(TopologyConfig::FromJson(TorusJson({4, 4, 8}), "topology"));
+  const TorusTopology twisted = Twisted({2, 2, 0});
+  CHECK(plain.Diameter() == 8);
+  CHECK(twisted.Diameter() == 6);
+  CHECK(twisted.MeanHops() == doctest::Approx(3.875 * 128 / 127));
+  CHECK(plain.MeanHops() == doctest::Approx(4.0 * 128 / 127));
+}
+
+TEST_CASE("twisted routes are valid shortest chains; zero twist routes like the plain torus") {
+  const TorusTopology twisted = Twisted({2, 2, 0});
+  for (int64_t s = 0; s < 128; s += 5) {
+    for (int64_t d = 0; d < 128; ++d) {
+      const std::vector<int64_t> r = twisted.Route(s, d);
+      CheckChain(twisted, r, s, d);
+      CHECK(static_cast<int64_t>(r.size()) == twisted.Hops(s, d));
+      CHECK(twisted.Route(s, d) == r);  // deterministic
+    }
+  }
+  // A twist of (0,0,0) is the plain torus routed by BFS: same hop counts as dimension order.
+  const TorusTopology zero = Twisted({0, 0, 0});
+  const TorusTopology plain(TopologyConfig::FromJson(TorusJson({4, 4, 8}), "topology"));
+  for (int64_t s = 0; s < 128; s += 7) {
+    for (int64_t d = 0; d < 128; ++d) CHECK(zero.Hops(s, d) == plain.Hops(s, d));
+  }
+}
+
+nlohmann::json CustomJson(int64_t chips, nlohmann::json edges) {
+  return {{"kind", "custom"}, {"num_chips", chips}, {"edges", edges}};
+}
+
+CustomTopology MakeCustom(const nlohmann::json& j) {
+  return CustomTopology(TopologyConfig::FromJson(j, "topology"));
+}
+
+TEST_CASE("custom ring of 4: edge i is links 2i (a->b) and 2i+1 (b->a); ties to the lowest id") {
+  const CustomTopology t = MakeCustom(CustomJson(4, {{0, 1}, {1, 2}, {2, 3}, {3, 0}}));
+  REQUIRE(t.links().size() == 8);
+  CHECK(t.links()[2].src_chip == 1);
+  CHECK(t.links()[2].dst_chip == 2);
+  CHECK(t.links()[3].src_chip == 2);
+  CHECK(t.links()[3].dst_chip == 1);
+  // 0 -> 1: link 0. 0 -> 3: link 7 (edge 3 reversed).
+  CHECK(t.Route(0, 1) == std::vector<int64_t>{0});
+  CHECK(t.Route(0, 3) == std::vector<int64_t>{7});
+  // 0 -> 2: via 1 (first link 0) or via 3 (first link 7): the lowest id wins, then 1 -> 2 is 2.
+  CHECK(t.Route(0, 2) == std::vector<int64_t>{0, 2});
+  // 2 -> 0: via 1 (link 3) or via 3 (link 4): link 3, then 1 -> 0 is link 1.
+  CHECK(t.Route(2, 0) == std::vector<int64_t>{3, 1});
+  CHECK(t.Diameter() == 2);
+  CHECK(t.name() == "custom-4");
+}
+
+TEST_CASE("custom routes by hops or by latency (Dijkstra)") {
+  // Triangle: 0-1 and 1-2 at 1 us, 0-2 at 5 us (links 4 and 5).
+  nlohmann::json j = CustomJson(3, {{0, 1}, {1, 2}, {{"chips", {0, 2}}, {"hop_latency_us", 5.0}}});
+  CHECK(MakeCustom(j).Route(0, 2) == std::vector<int64_t>{4});  // 1 hop
+  j["route_by"] = "latency";
+  const CustomTopology by_latency = MakeCustom(j);
+  CHECK(by_latency.Route(0, 2) == std::vector<int64_t>{0, 2});  // 2 us instead of 5 us
+  CHECK(by_latency.links()[4].latency_ps == 5'000'000);
+  CHECK(by_latency.Hops(0, 2) == 2);
+}
+
+TEST_CASE("custom per-edge bandwidth and cores per chip") {
+  nlohmann::json j = CustomJson(2, {{{"chips", {0, 1}}, {"link_bandwidth", 3e10}}});
+  j["cores_per_chip"] = 2;
+  const CustomTopology t = MakeCustom(j);
+  // 2 ICI links, then 2 chips x 2 ordered core pairs = 4 on-chip links (ids 2..5).
+  REQUIRE(t.links().size() == 6);
+  CHECK(t.links()[0].bandwidth_bytes_per_s == 3e10);
+  CHECK(t.links()[1].bandwidth_bytes_per_s == 3e10);
+  // Core 0 -> core 1: the first on-chip link, id 2.
+  CHECK(t.Route(0, 1) == std::vector<int64_t>{2});
+  CHECK(t.links()[2].kind == LinkKind::kOnChip);
+  CHECK(t.Route(3, 2) == std::vector<int64_t>{5});  // chip 1: 2->3 is id 4, 3->2 is id 5
+  // Core 1 -> core 2 crosses the edge: link 0.
+  CHECK(t.Route(1, 2) == std::vector<int64_t>{0});
+  CHECK_THROWS_AS(t.Route(0, 4), std::out_of_range);
+}
+
+TEST_CASE("hypercube preset: hop count = number of differing bits") {
+  const std::unique_ptr<Topology> t = LoadTopology("hypercube-16");
+  REQUIRE(t->num_chips() == 16);
+  CHECK(t->links().size() == 64);  // 16 chips x 4 neighbours
+  for (int64_t a = 0; a < 16; ++a) {
+    for (int64_t b = 0; b < 16; ++b) {
+      const std::vector<int64_t> r = t->Route(a, b);
+      CheckChain(*t, r, a, b);
+      CHECK(static_cast<int>(r.size()) == std::popcount(static_cast<unsigned>(a ^ b)));
+    }
+  }
+  CHECK(dynamic_cast<const CustomTopology&>(*t).Diameter() == 4);
+}
+
+}  // namespace
+}  // namespace podsim::topo

@@ -1,0 +1,83 @@
+#pragma once
+// The topology config: one struct for every kind (torus, mesh, custom), read from JSON by
+// FromJson and written back, fully resolved, by ToJson. Field reference: docs/config.md,
+// section "topology". Defaults live in the member initializers below.
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "topologies/topology.h"
+
+namespace podsim::topo {
+
+// Twisted torus (TPU v4 style): crossing the wraparound of `dim` in the + direction also shifts
+// each other coordinate e by offsets[e] (mod dims[e]). E.g. 4x4x8 with dim 2, offsets [2,2,0].
+struct TwistConfig {
+  int64_t dim = 0;               // the twisted dimension: wraparound, size >= 2
+  std::vector<int64_t> offsets;  // one per dimension, 0 <= offsets[e] < dims[e], offsets[dim] == 0
+};
+
+// One bidirectional link of a custom topology: two directed links, a->b then b->a.
+struct EdgeConfig {
+  int64_t a = 0;
+  int64_t b = 0;
+  std::optional<double> link_bandwidth;  // B/s per direction; default: the topology's
+  std::optional<double> hop_latency_us;  // default: the topology's
+};
+
+// What a custom topology's shortest paths minimise.
+enum class RouteMetric : uint8_t { kHops, kLatency };
+
+struct TopologyConfig {
+  // "torus" (wraparound defaults to true), "mesh" (defaults to false) or "custom".
+  std::string kind = "torus";
+  // Printed name; empty: derived ("torus-4x4", "custom-16").
+  std::string name;
+
+  // --- torus / mesh ---
+  std::vector<int64_t> dims;     // chips per dimension, 1..8 dimensions, each >= 1
+  std::vector<bool> wraparound;  // one per dimension; empty: all true (torus) / false (mesh)
+  // Physical links between two neighbour chips; they act as one link of n x the bandwidth.
+  int64_t links_per_neighbor = 1;
+  TieBreak tie_break = TieBreak::kSplit;  // destination exactly half a ring away
+  std::optional<TwistConfig> twist;       // twisted torus: routed by BFS shortest paths
+
+  // --- custom ---
+  int64_t num_chips = 0;  // chips 0 .. num_chips-1
+  std::vector<EdgeConfig> edges;
+  RouteMetric route_by = RouteMetric::kHops;
+
+  // --- every kind ---
+  int64_t cores_per_chip = 1;         // cores (partitions) per chip, >= 1
+  double link_bandwidth = 1e11;       // ICI, bytes/s per link per direction, > 0
+  double hop_latency_us = 1.0;        // ICI, microseconds per hop, > 0
+  double on_chip_bandwidth = 4.5e11;  // between two cores of a chip, bytes/s per direction, > 0
+  double on_chip_latency_us = 0.1;    // between two cores of a chip, microseconds, > 0
+  // Comment keys of the JSON object ("_notes", "_assumptions"...), kept for Describe().
+  nlohmann::json comments = nlohmann::json::object();
+
+  // Reads an object (unknown keys and bad values are ConfigErrors naming `path`.key) and
+  // validates it.
+  static TopologyConfig FromJson(const nlohmann::json& json, const std::string& path);
+  // Every field written out, so FromJson(ToJson()) gives the same config.
+  nlohmann::json ToJson() const;
+  // Semantic checks (ranges, lengths, custom graph connected); throws ConfigError naming
+  // `path`.field. FromJson calls it; so do the topology constructors.
+  void Validate(const std::string& path) const;
+
+  bool is_grid() const { return kind == "torus" || kind == "mesh"; }
+  // wraparound with the kind's default filled in (one entry per dimension).
+  std::vector<bool> ResolvedWraparound() const;
+  // name, or the derived name when empty.
+  std::string ResolvedName() const;
+};
+
+const char* TieBreakName(TieBreak t);  // "positive", "split", "alternate"
+
+// Picoseconds in `us` microseconds, at least 1.
+int64_t MicrosToPs(double us);
+
+}  // namespace podsim::topo

@@ -1,0 +1,33 @@
+#include "topologies/topology.h"
+
+#include <nlohmann/json.hpp>
+
+#include "topologies/on_chip_links.h"
+
+namespace podsim::topo {
+
+nlohmann::json Topology::ToJson() const { return {{"kind", "unknown"}, {"name", name()}}; }
+
+void AppendOnChipLinks(int64_t num_chips, int64_t cores_per_chip, double bandwidth,
+                       int64_t latency_ps, std::vector<Link>& links) {
+  links.reserve(links.size() + num_chips * cores_per_chip * (cores_per_chip - 1));
+  for (int64_t chip = 0; chip < num_chips; ++chip) {
+    for (int64_t i = 0; i < cores_per_chip; ++i) {
+      for (int64_t j = 0; j < cores_per_chip; ++j) {
+        if (i == j) continue;
+        Link l;
+        l.id = static_cast<int64_t>(links.size());
+        l.src_chip = chip;
+        l.dst_chip = chip;
+        l.kind = LinkKind::kOnChip;
+        l.bandwidth_bytes_per_s = bandwidth;
+        l.latency_ps = latency_ps;
+        l.src_core = chip * cores_per_chip + i;
+        l.dst_core = chip * cores_per_chip + j;
+        links.push_back(l);
+      }
+    }
+  }
+}
+
+}  // namespace podsim::topo
