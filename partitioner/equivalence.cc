@@ -1,0 +1,204 @@
+#include "partitioner/equivalence.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <unordered_set>
+
+#include "ir/error.h"
+#include "ir/interpreter.h"
+#include "partitioner/tile_layout.h"
+
+namespace podsim::partitioner {
+
+using ir::DType;
+using ir::Instruction;
+using ir::Literal;
+using ir::Opcode;
+using ir::Shape;
+
+namespace {
+
+// Calls fn(global linear index, local linear index) for the real (non-padding) elements of
+// `device`'s shard.
+template <typename Fn>
+void ForEachShardElement(const Shape& global, const TileLayout& layout, int64_t device, Fn fn) {
+  const Shape local = layout.ShardShape(global);
+  const int64_t r = global.rank();
+  std::vector<int64_t> start(r), extent(r);
+  for (int64_t d = 0; d < r; ++d) {
+    start[d] = layout.ShardStart(global, device, d);
+    extent[d] = std::max<int64_t>(0, std::min(local.dims[d], global.dims[d] - start[d]));
+    if (extent[d] == 0) return;
+  }
+  const std::vector<int64_t> gs = ir::RowMajorStrides(global.dims);
+  const std::vector<int64_t> ls = ir::RowMajorStrides(local.dims);
+  std::vector<int64_t> idx(r, 0);
+  while (true) {
+    int64_t g = 0, l = 0;
+    for (int64_t d = 0; d < r; ++d) {
+      g += (start[d] + idx[d]) * gs[d];
+      l += idx[d] * ls[d];
+    }
+    fn(g, l);
+    int64_t d = r - 1;
+    for (; d >= 0; --d) {
+      if (++idx[d] < extent[d]) break;
+      idx[d] = 0;
+    }
+    if (d < 0) return;
+  }
+}
+
+double Poison(DType t) {
+  switch (t) {
+    case DType::kF32:
+    case DType::kBF16:
+      return std::numeric_limits<double>::quiet_NaN();
+    case DType::kS32:
+      return -1234567;
+    case DType::kPred:
+      return 1;
+  }
+  return 0;
+}
+
+double Difference(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) {
+    return std::isnan(a) && std::isnan(b) ? 0 : std::numeric_limits<double>::infinity();
+  }
+  if (a == b) return 0;  // also equal infinities
+  return std::fabs(a - b);
+}
+
+double UnitRoundoff(DType t) {
+  switch (t) {
+    case DType::kF32:
+      return std::ldexp(1.0, -24);
+    case DType::kBF16:
+      return std::ldexp(1.0, -8);
+    default:
+      return 0;
+  }
+}
+
+bool IsReduction(Opcode op) {
+  return op == Opcode::kDot || op == Opcode::kConvolution || op == Opcode::kReduce ||
+         op == Opcode::kReduceWindow || op == Opcode::kCumsum;
+}
+
+// Reductions in the operand cone of `root` (sub-computations of loops count wholly).
+int64_t ReductionsFeeding(const Instruction* root) {
+  std::unordered_set<const Instruction*> seen;
+  std::vector<const Instruction*> stack = {root};
+  int64_t n = 0;
+  while (!stack.empty()) {
+    const Instruction* i = stack.back();
+    stack.pop_back();
+    if (!seen.insert(i).second) continue;
+    if (IsReduction(i->opcode)) ++n;
+    if (i->body) {
+      for (const auto& b : i->body->instructions()) n += IsReduction(b->opcode) ? 1 : 0;
+    }
+    for (const Instruction* o : i->operands) stack.push_back(o);
+  }
+  return n;
+}
+
+}  // namespace
+
+bool EquivalenceReport::ok() const {
+  return std::all_of(outputs.begin(), outputs.end(),
+                     [](const OutputComparison& o) { return o.ok(); });
+}
+
+std::string EquivalenceReport::ToString() const {
+  std::ostringstream out;
+  for (const OutputComparison& o : outputs) {
+    out << "output " << o.index << " " << o.shape.ToString() << " " << o.sharding.ToString()
+        << ": max error " << o.max_abs_error << (o.ok() ? " <= " : " > ") << o.tolerance
+        << (o.ok() ? " ok" : " MISMATCH") << "\n";
+  }
+  return out.str();
+}
+
+Literal ShardOf(const Literal& value, const ir::Sharding& sharding, int64_t device,
+                int64_t num_partitions, double fill) {
+  const TileLayout layout = TileLayout::FromSharding(sharding, value.shape.rank(), num_partitions);
+  const Shape local = layout.ShardShape(value.shape);
+  Literal out(local, std::vector<double>(local.NumElements(), ir::RoundToDType(fill, local.dtype)));
+  ForEachShardElement(value.shape, layout, device,
+                      [&](int64_t g, int64_t l) { out.values[l] = value.values[g]; });
+  return out;
+}
+
+Literal Reassemble(const std::vector<Literal>& shards, const ir::Sharding& sharding,
+                   const Shape& global) {
+  const int64_t n = static_cast<int64_t>(shards.size());
+  const TileLayout layout = TileLayout::FromSharding(sharding, global.rank(), n);
+  Literal out = Literal::Zeros(global);
+  std::vector<bool> done(out.values.size(), false);
+  for (int64_t p = 0; p < n; ++p) {
+    ForEachShardElement(global, layout, p, [&](int64_t g, int64_t l) {
+      if (done[g]) return;
+      out.values[g] = shards[p].values.at(l);
+      done[g] = true;
+    });
+  }
+  return out;
+}
+
+EquivalenceReport CompareSpmd(const ir::Module& global, const PartitionResult& spmd,
+                              const std::vector<Literal>& args, const EquivalenceOptions& options) {
+  const int64_t n = spmd.num_partitions;
+  const Literal expected = ir::Interpret(global, args);
+  std::vector<std::vector<Literal>> shard_args(n);
+  if (args.size() != spmd.parameter_shardings.size()) {
+    throw Error("CompareSpmd: " + std::to_string(args.size()) + " arguments for " +
+                std::to_string(spmd.parameter_shardings.size()) + " parameters");
+  }
+  for (int64_t p = 0; p < n; ++p) {
+    for (size_t k = 0; k < args.size(); ++k) {
+      const double fill = options.poison_padding ? Poison(args[k].shape.dtype) : 0.0;
+      shard_args[p].push_back(ShardOf(args[k], spmd.parameter_shardings[k], p, n, fill));
+    }
+  }
+  const std::vector<Literal> results = ir::InterpretSpmd(*spmd.module, shard_args, n);
+  const Instruction* root = global.entry()->root();
+  const bool tuple = root->shape.is_tuple;
+  EquivalenceReport report;
+  report.num_partitions = n;
+  for (size_t k = 0; k < spmd.output_shardings.size(); ++k) {
+    const Literal& want = tuple ? expected.elements.at(k) : expected;
+    OutputComparison c;
+    c.index = static_cast<int64_t>(k);
+    c.shape = want.shape;
+    c.sharding = spmd.output_shardings[k];
+    const TileLayout layout = TileLayout::FromSharding(c.sharding, want.shape.rank(), n);
+    double scale = 0;
+    for (double v : want.values) {
+      if (std::isfinite(v)) scale = std::max(scale, std::fabs(v));
+    }
+    for (int64_t p = 0; p < n; ++p) {
+      const Literal& got = tuple ? results[p].elements.at(k) : results[p];
+      ForEachShardElement(want.shape, layout, p, [&](int64_t g, int64_t l) {
+        c.max_abs_error = std::max(c.max_abs_error, Difference(got.values.at(l), want.values[g]));
+      });
+    }
+    const Instruction* source = tuple && root->opcode == Opcode::kTuple ? root->operands[k] : root;
+    const double reductions = static_cast<double>(ReductionsFeeding(source));
+    c.tolerance = options.tolerance_factor * UnitRoundoff(want.shape.dtype) *
+                  static_cast<double>(n) * reductions * (1 + scale);
+    report.outputs.push_back(std::move(c));
+  }
+  return report;
+}
+
+EquivalenceReport CheckEquivalence(const ir::Module& global, const PartitionOptions& options,
+                                   uint64_t seed, const EquivalenceOptions& eq_options) {
+  PartitionResult spmd = PartitionSpmd(global, options);
+  return CompareSpmd(global, spmd, ir::RandomArguments(global, seed), eq_options);
+}
+
+}  // namespace podsim::partitioner

@@ -1,0 +1,223 @@
+// SPMD handler for ops that work along some dims and pass the others through unchanged: slice,
+// pad, concatenate, reverse, dynamic-slice, dynamic-update-slice, gather, cumsum, sort, argmax,
+// top-k, convolution and reduce-window. Pass-through dims keep any split (each partition runs
+// the op on its tile, with the op's attributes narrowed to the tile); the dims the op works
+// along are made whole first. That is the correct fallback for splits along the worked dims,
+// and it is logged as "fallback" in the provenance: halo exchange (convolution, reduce-window,
+// pad, slice), sharded cumsum / sort / top-k / argmax / gather axis are not implemented yet.
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "ir/error.h"
+#include "partitioner/spmd_visitor.h"
+
+namespace podsim::partitioner {
+
+using ir::Instruction;
+using ir::Opcode;
+using ir::Shape;
+
+namespace {
+
+bool TrivialWindow(const ir::WindowDim& w) {
+  return w.size == 1 && w.stride == 1 && w.pad_low == 0 && w.pad_high == 0 &&
+         w.base_dilation == 1 && w.window_dilation == 1;
+}
+
+// For each operand, the output dim each of its dims passes through to (-1: worked on).
+std::vector<std::vector<int64_t>> PassThrough(const Instruction& i) {
+  std::vector<std::vector<int64_t>> pass;
+  for (const Instruction* o : i.operands) pass.emplace_back(o->shape.rank(), -1);
+  const Shape& x = i.operands[0]->shape;
+  const int64_t r = x.rank();
+  auto identity_except = [&](int64_t k, auto worked) {
+    for (int64_t d = 0; d < i.operands[k]->shape.rank(); ++d) pass[k][d] = worked(d) ? -1 : d;
+  };
+  switch (i.opcode) {
+    case Opcode::kSlice:
+      identity_except(0, [&](int64_t d) {
+        return !(i.slice_starts[d] == 0 && i.slice_limits[d] == x.dims[d] &&
+                 i.slice_strides[d] == 1);
+      });
+      break;
+    case Opcode::kPad:
+      identity_except(0, [&](int64_t d) { return !(i.padding[d] == ir::PadDim{}); });
+      break;
+    case Opcode::kConcatenate:
+      for (size_t k = 0; k < i.operands.size(); ++k) {
+        identity_except(k, [&](int64_t d) { return d == i.dimensions[0]; });
+      }
+      break;
+    case Opcode::kReverse:
+      identity_except(0, [&](int64_t d) {
+        return std::find(i.dimensions.begin(), i.dimensions.end(), d) != i.dimensions.end();
+      });
+      break;
+    case Opcode::kDynamicSlice:
+      identity_except(0, [&](int64_t d) { return i.slice_sizes[d] != x.dims[d]; });
+      break;
+    case Opcode::kDynamicUpdateSlice: {
+      const Shape& u = i.operands[1]->shape;
+      auto worked = [&](int64_t d) { return u.dims[d] != x.dims[d]; };
+      identity_except(0, worked);
+      identity_except(1, worked);
+      break;
+    }
+    case Opcode::kGather: {
+      const int64_t axis = i.dimensions[0];
+      const int64_t ir = i.operands[1]->shape.rank();
+      for (int64_t d = 0; d < r; ++d) pass[0][d] = d < axis ? d : d > axis ? d - 1 + ir : -1;
+      for (int64_t m = 0; m < ir; ++m) pass[1][m] = axis + m;
+      break;
+    }
+    case Opcode::kCumsum:
+    case Opcode::kSort:
+      identity_except(0, [&](int64_t d) { return d == i.dimensions[0]; });
+      break;
+    case Opcode::kArgmax: {
+      const int64_t a = i.dimensions[0];
+      for (int64_t d = 0; d < r; ++d) pass[0][d] = d < a ? d : d > a ? d - 1 : -1;
+      break;
+    }
+    case Opcode::kTopK:
+      identity_except(0, [&](int64_t d) { return d == r - 1; });
+      break;
+    case Opcode::kReduceWindow:
+      identity_except(0, [&](int64_t d) { return !TrivialWindow(i.window[d]); });
+      break;
+    case Opcode::kConvolution: {
+      const ir::ConvDims& c = i.conv;
+      pass[0][c.input_batch] = c.output_batch;
+      if (i.feature_group_count == 1) pass[1][c.kernel_output_feature] = c.output_feature;
+      for (size_t s = 0; s < c.input_spatial.size(); ++s) {
+        const Shape& k = i.operands[1]->shape;
+        if (TrivialWindow(i.window[s]) && k.dims[c.kernel_spatial[s]] == 1) {
+          pass[0][c.input_spatial[s]] = c.output_spatial[s];
+        }
+      }
+      break;
+    }
+    default:
+      throw Error("internal: %" + i.name + " is not a dim-wise op");
+  }
+  return pass;
+}
+
+std::string DimList(const std::vector<int64_t>& dims) {
+  std::string out = "{";
+  for (size_t k = 0; k < dims.size(); ++k) out += (k ? "," : "") + std::to_string(dims[k]);
+  return out + "}";
+}
+
+}  // namespace
+
+PartitionedValue SpmdVisitor::HandleDimWise(const Instruction& i) {
+  const std::vector<std::vector<int64_t>> pass = PassThrough(i);
+  const Shape& out_global = i.shape.is_tuple ? i.shape.tuple_shapes[0] : i.shape;
+  const int64_t out_rank = out_global.rank();
+  // Output dims some operand passes through; the rest must be whole.
+  std::vector<bool> passed(out_rank, false);
+  for (const auto& p : pass) {
+    for (int64_t o : p) {
+      if (o >= 0) passed[o] = true;
+    }
+  }
+  // Compute layout: the declared one, or operand 0's pass-through split (for a tuple result,
+  // and when cheaper), with the worked-on dims whole.
+  auto whole = [&](TileLayout l) {
+    for (int64_t o = 0; o < out_rank; ++o) {
+      if (!passed[o] && l.tiles(o) > 1) l = l.Gathered(o);
+    }
+    return l;
+  };
+  std::vector<int64_t> from_operand(out_rank, -1);
+  for (size_t d = 0; d < pass[0].size(); ++d) {
+    if (pass[0][d] >= 0) from_operand[pass[0][d]] = static_cast<int64_t>(d);
+  }
+  const ShardedValue& x = Operand(i, 0);
+  TileLayout layout = whole(x.layout.Projected(from_operand));
+  if (!i.shape.is_tuple) {
+    const TileLayout declared = Declared(i);
+    const TileLayout via_declared = whole(declared);
+    Resharder costs(options_.cost_model, nullptr);
+    auto total = [&](const TileLayout& c) {
+      double cost = costs.Cost(i.shape, c, declared);
+      for (size_t k = 0; k < i.operands.size(); ++k) {
+        const ShardedValue& v = Operand(i, k);
+        cost += costs.Cost(v.global, v.layout, c.Projected(pass[k]));
+      }
+      return cost;
+    };
+    if (total(via_declared) <= total(layout)) layout = via_declared;
+  }
+
+  // Operands laid out to match; worked-on dims that were split are a fallback.
+  std::vector<Instruction*> locals;
+  std::vector<Shape> local_shapes;
+  for (size_t k = 0; k < i.operands.size(); ++k) {
+    const ShardedValue& v = Operand(i, k);
+    std::vector<int64_t> worked_split;
+    for (int64_t d = 0; d < v.global.rank(); ++d) {
+      if (pass[k][d] < 0 && v.layout.tiles(d) > 1) worked_split.push_back(d);
+    }
+    std::string note;
+    if (!worked_split.empty()) {
+      note = "fallback: " + std::string(ir::OpcodeName(i.opcode)) + " needs dims " +
+             DimList(worked_split) + " whole";
+    }
+    ShardedValue got = OperandAs(i, static_cast<int64_t>(k), layout.Projected(pass[k]), note);
+    locals.push_back(got.local);
+    local_shapes.push_back(got.local->shape);
+  }
+
+  // The op on this partition's tile: attributes narrowed on pass-through dims.
+  const Shape out_local = layout.ShardShape(out_global);
+  std::unique_ptr<Instruction> li = std::make_unique<Instruction>(i);
+  const Shape& x_local = local_shapes[0];
+  switch (i.opcode) {
+    case Opcode::kSlice:
+      for (int64_t d = 0; d < x_local.rank(); ++d) {
+        if (pass[0][d] >= 0) li->slice_limits[d] = x_local.dims[d];
+      }
+      break;
+    case Opcode::kDynamicSlice:
+      for (int64_t d = 0; d < x_local.rank(); ++d) {
+        if (pass[0][d] < 0) continue;
+        li->slice_sizes[d] = x_local.dims[d];
+        locals[1 + d] = sb().S32(0);
+      }
+      break;
+    case Opcode::kDynamicUpdateSlice:
+      for (int64_t d = 0; d < x_local.rank(); ++d) {
+        if (pass[0][d] >= 0) locals[2 + d] = sb().S32(0);
+      }
+      break;
+    default:
+      break;
+  }
+  Shape local_shape = out_local;
+  if (i.shape.is_tuple) {
+    std::vector<Shape> elements;
+    for (const Shape& e : i.shape.tuple_shapes) elements.push_back(layout.ShardShape(e));
+    local_shape = Shape::Tuple(std::move(elements));
+  }
+  Instruction* local = CloneLocal(*li, std::move(locals), local_shape);
+  PartitionedValue v;
+  if (!i.shape.is_tuple) {
+    v.array = ShardedValue{local, i.shape, layout};
+    return v;
+  }
+  v.tuple = local;
+  for (size_t e = 0; e < i.shape.tuple_shapes.size(); ++e) {
+    PartitionedValue ev;
+    ev.array = ShardedValue{b().GetTupleElement(local, static_cast<int64_t>(e)),
+                            i.shape.tuple_shapes[e], layout};
+    v.elements.push_back(std::move(ev));
+  }
+  return v;
+}
+
+}  // namespace podsim::partitioner

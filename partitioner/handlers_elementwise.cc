@@ -1,0 +1,219 @@
+// SPMD handlers for leaves (parameter, constant, iota, partition-id, random-uniform),
+// elementwise ops, broadcast, transpose, reshape and tuples.
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+#include <utility>
+
+#include "ir/error.h"
+#include "partitioner/spmd_visitor.h"
+
+namespace podsim::partitioner {
+
+using ir::DType;
+using ir::Instruction;
+using ir::Shape;
+
+ShardedValue SpmdVisitor::HandleParameter(const Instruction& i) {
+  TileLayout layout = Declared(i);
+  Instruction* p = b().Parameter(i.parameter_number, layout.ShardShape(i.shape), i.name);
+  return ShardedValue{p, i.shape, layout};
+}
+
+ShardedValue SpmdVisitor::HandleConstant(const Instruction& i) {
+  // The whole constant on every partition; the visitor's reshard slices it locally.
+  Instruction* c = b().Constant(i.literal);
+  return ShardedValue{c, i.shape, TileLayout::Replicated(i.shape.rank(), num_partitions())};
+}
+
+ShardedValue SpmdVisitor::HandleIota(const Instruction& i) {
+  TileLayout layout = Declared(i);
+  const int64_t d = i.dimensions[0];
+  const Shape local_shape = layout.ShardShape(i.shape);
+  if (layout.tiles(d) == 1) return ShardedValue{CloneLocal(i, {}, local_shape), i.shape, layout};
+  // Global index = local index + this partition's start, computed in s32 (exact) and converted.
+  Instruction* index = b().Iota(Shape(DType::kS32, local_shape.dims), d);
+  Instruction* start = b().BroadcastScalar(sb().ShardStart(i.shape, layout, d), local_shape.dims);
+  Instruction* global = b().Add(index, start);
+  if (i.shape.dtype != DType::kS32) global = b().Convert(global, i.shape.dtype);
+  return ShardedValue{global, i.shape, layout};
+}
+
+ShardedValue SpmdVisitor::HandlePartitionId(const Instruction& i) {
+  // The input program is written for one device: its partition-id is 0.
+  return ShardedValue{b().ConstantScalar(DType::kS32, 0), i.shape,
+                      TileLayout::Replicated(0, num_partitions())};
+}
+
+ShardedValue SpmdVisitor::HandleRandomUniform(const Instruction& i) {
+  // Each partition draws the elements of its own tile: offsets place the tile in the global
+  // tensor, so the shards together equal the unpartitioned draw.
+  TileLayout layout = Declared(i);
+  const int64_t r = i.shape.rank();
+  std::vector<Instruction*> offsets;
+  bool any = !i.operands.empty();
+  for (int64_t d = 0; d < r; ++d) any = any || layout.tiles(d) > 1;
+  if (any) {
+    const TileLayout scalar = TileLayout::Replicated(0, num_partitions());
+    for (int64_t d = 0; d < r; ++d) {
+      Instruction* start = sb().ShardStart(i.shape, layout, d);
+      if (!i.operands.empty()) {
+        Instruction* given = OperandAs(i, d, scalar).local;
+        start = layout.tiles(d) > 1 ? b().Add(given, start) : given;
+      }
+      offsets.push_back(start);
+    }
+  }
+  return ShardedValue{CloneLocal(i, std::move(offsets), layout.ShardShape(i.shape)), i.shape,
+                      layout};
+}
+
+ShardedValue SpmdVisitor::HandleElementwise(const Instruction& i) {
+  // Compute in the layout that moves the least data: the declared one or an operand's.
+  const TileLayout declared = Declared(i);
+  std::vector<TileLayout> candidates = {declared};
+  for (size_t k = 0; k < i.operands.size(); ++k) candidates.push_back(Operand(i, k).layout);
+  const ReshardCostModel& cm = options_.cost_model;
+  std::optional<TileLayout> best;
+  double best_cost = std::numeric_limits<double>::infinity();
+  Resharder costs(cm, nullptr);
+  for (const TileLayout& c : candidates) {
+    double cost = costs.Cost(i.shape, c, declared);
+    for (size_t k = 0; k < i.operands.size(); ++k) {
+      const ShardedValue& v = Operand(i, k);
+      cost += costs.Cost(v.global, v.layout, c);
+    }
+    if (cost < best_cost) {
+      best_cost = cost;
+      best = c;
+    }
+  }
+  std::vector<Instruction*> locals;
+  for (size_t k = 0; k < i.operands.size(); ++k) locals.push_back(OperandAs(i, k, *best).local);
+  return ShardedValue{CloneLocal(i, std::move(locals), best->ShardShape(i.shape)), i.shape, *best};
+}
+
+ShardedValue SpmdVisitor::HandleBroadcast(const Instruction& i) {
+  TileLayout layout = Declared(i);
+  TileLayout operand_layout = layout.Projected(i.dimensions);
+  Instruction* x = OperandAs(i, 0, operand_layout).local;
+  return ShardedValue{CloneLocal(i, {x}, layout.ShardShape(i.shape)), i.shape, layout};
+}
+
+ShardedValue SpmdVisitor::HandleTranspose(const Instruction& i) {
+  const std::vector<int64_t>& perm = i.dimensions;  // output dim k = operand dim perm[k]
+  const int64_t r = i.shape.rank();
+  const TileLayout declared = Declared(i);
+  const ShardedValue& operand = Operand(i, 0);
+  // Candidates: transpose in the declared layout, or in the operand's (then reshard after).
+  std::vector<int64_t> to_operand(r);  // operand dim perm[k] takes output dim k
+  for (int64_t k = 0; k < r; ++k) to_operand[perm[k]] = k;
+  TileLayout from_operand = operand.layout.Projected(perm);
+  Resharder costs(options_.cost_model, nullptr);
+  const double via_declared =
+      costs.Cost(operand.global, operand.layout, declared.Projected(to_operand));
+  const double via_operand = costs.Cost(i.shape, from_operand, declared);
+  const TileLayout& layout = via_operand < via_declared ? from_operand : declared;
+  Instruction* x = OperandAs(i, 0, layout.Projected(to_operand)).local;
+  return ShardedValue{CloneLocal(i, {x}, layout.ShardShape(i.shape)), i.shape, layout};
+}
+
+namespace {
+
+// Minimal groups of operand dims and output dims of a reshape with equal element counts, in
+// order. Size-1 dims not needed to balance a group form groups of their own.
+std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> ReshapeGroups(
+    const std::vector<int64_t>& in, const std::vector<int64_t>& out) {
+  std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> groups;
+  const int64_t ni = static_cast<int64_t>(in.size()), no = static_cast<int64_t>(out.size());
+  int64_t a = 0, c = 0;
+  while (a < ni || c < no) {
+    if (a < ni && in[a] == 1 && (c >= no || out[c] != 1)) {
+      groups.push_back({{a++}, {}});
+      continue;
+    }
+    if (c < no && out[c] == 1 && (a >= ni || in[a] != 1)) {
+      groups.push_back({{}, {c++}});
+      continue;
+    }
+    std::vector<int64_t> gi = {a}, go = {c};
+    int64_t pi = in[a++], po = out[c++];
+    while (pi != po) {
+      if (pi < po) {
+        gi.push_back(a);
+        pi *= in[a++];
+      } else {
+        go.push_back(c);
+        po *= out[c++];
+      }
+    }
+    groups.push_back({gi, go});
+  }
+  return groups;
+}
+
+}  // namespace
+
+ShardedValue SpmdVisitor::HandleReshape(const Instruction& i) {
+  // A group of dims keeps its split when only its major-most output dim is split k ways and k
+  // divides the major-most dim on both sides: each shard is then one contiguous block of the
+  // group. Any other split group is computed whole and sliced after (a fallback; reshapes
+  // that move data across shards need a halo exchange, not done yet).
+  const TileLayout declared = Declared(i);
+  const Shape& in = i.operands[0]->shape;
+  TileLayout layout = declared;
+  std::vector<int64_t> dim_map(in.rank(), -1);
+  bool fallback = false;
+  if (in.NumElements() == 0) {
+    layout = TileLayout::Replicated(i.shape.rank(), num_partitions());
+  } else {
+    for (const auto& [gi, go] : ReshapeGroups(in.dims, i.shape.dims)) {
+      bool split = false, ok = !gi.empty() && !go.empty();
+      for (size_t n = 0; n < go.size(); ++n) {
+        if (layout.tiles(go[n]) == 1) continue;
+        split = true;
+        if (n != 0) ok = false;
+      }
+      if (!split) continue;
+      const int64_t k = layout.tiles(go[0]);
+      ok = ok && i.shape.dims[go[0]] % k == 0 && in.dims[gi[0]] % k == 0;
+      if (ok) {
+        dim_map[gi[0]] = go[0];
+      } else {
+        fallback = true;
+        for (int64_t d : go) {
+          if (layout.tiles(d) > 1) layout = layout.Gathered(d);
+        }
+      }
+    }
+  }
+  Instruction* x = OperandAs(i, 0, layout.Projected(dim_map),
+                             fallback ? "fallback: reshape that moves data across shards" : "")
+                       .local;
+  return ShardedValue{CloneLocal(i, {x}, layout.ShardShape(i.shape)), i.shape, layout};
+}
+
+PartitionedValue SpmdVisitor::HandleTuple(const Instruction& i) {
+  PartitionedValue v;
+  std::vector<Instruction*> locals;
+  for (const Instruction* o : i.operands) {
+    const PartitionedValue& e = ValueOf(o);
+    v.elements.push_back(e);
+    locals.push_back(e.is_tuple() ? e.tuple : e.array.local);
+  }
+  v.tuple = b().Tuple(std::move(locals));
+  return v;
+}
+
+PartitionedValue SpmdVisitor::HandleGetTupleElement(const Instruction& i) {
+  const PartitionedValue& t = ValueOf(i.operands[0]);
+  if (!t.is_tuple() || i.tuple_index < 0 ||
+      i.tuple_index >= static_cast<int64_t>(t.elements.size())) {
+    throw Error("%" + i.name + ": operand is not a tuple with element " +
+                std::to_string(i.tuple_index));
+  }
+  return t.elements[i.tuple_index];
+}
+
+}  // namespace podsim::partitioner

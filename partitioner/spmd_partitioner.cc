@@ -1,0 +1,221 @@
+// The SPMD lowering's driver: PartitionSpmd, the visitor's walk and dispatch, and the helpers
+// handlers share. Handlers live in handlers_*.cc.
+
+#include "partitioner/spmd_partitioner.h"
+
+#include <utility>
+
+#include "ir/error.h"
+#include "ir/verifier.h"
+#include "partitioner/spmd_visitor.h"
+
+namespace podsim::partitioner {
+
+using ir::Instruction;
+using ir::Opcode;
+
+SpmdVisitor::SpmdVisitor(const PartitionOptions& options, ir::Module* out,
+                         std::vector<CollectiveProvenance>* log)
+    : options_(options), out_(out), log_(log), resharder_(options.cost_model, log) {}
+
+const PartitionedValue& SpmdVisitor::ValueOf(const Instruction* orig) const {
+  auto it = values_.find(orig);
+  if (it == values_.end()) throw Error("internal: %" + orig->name + " not partitioned yet");
+  return it->second;
+}
+
+TileLayout SpmdVisitor::Declared(const Instruction& orig) const {
+  if (orig.shape.is_tuple) {
+    throw Error("internal: %" + orig.name + " is a tuple and has no layout");
+  }
+  if (!orig.sharding) return TileLayout::Replicated(orig.shape.rank(), num_partitions());
+  if (orig.sharding->kind == ir::Sharding::Kind::kManual) {
+    throw Error("%" + orig.name + ": manual sharding is not supported by the SPMD lowering yet");
+  }
+  auto it = declared_.find(&orig);
+  if (it != declared_.end()) return it->second;
+  try {
+    TileLayout l = TileLayout::FromSharding(*orig.sharding, orig.shape.rank(), num_partitions());
+    declared_.emplace(&orig, l);
+    return l;
+  } catch (const Error& e) {
+    throw Error("%" + orig.name + ": " + e.what());
+  }
+}
+
+const ShardedValue& SpmdVisitor::Operand(const Instruction& user, int64_t k) const {
+  const PartitionedValue& v = ValueOf(user.operands[k]);
+  if (v.is_tuple()) {
+    throw Error("%" + user.name + ": operand " + std::to_string(k) + " is a tuple");
+  }
+  return v.array;
+}
+
+ShardedValue SpmdVisitor::Reshard(const ShardedValue& v, const TileLayout& to,
+                                  const ReshardReason& why) {
+  return resharder_.Reshard(sb(), v, to, why);
+}
+
+ShardedValue SpmdVisitor::OperandAs(const Instruction& user, int64_t k, const TileLayout& target,
+                                    const std::string& note) {
+  return Reshard(Operand(user, k), target, {user.name, "operand " + std::to_string(k), note});
+}
+
+Instruction* SpmdVisitor::CloneLocal(const Instruction& orig, std::vector<Instruction*> operands,
+                                     const ir::Shape& shape) {
+  auto i = std::make_unique<Instruction>(orig);
+  i->name.clear();
+  i->parent = nullptr;
+  i->sharding.reset();
+  i->operands = std::move(operands);
+  i->shape = shape;
+  Instruction* local = b().Add(std::move(i));
+  if (local->shape != shape) {
+    throw Error("internal: local %" + local->name + " has shape " + local->shape.ToString() +
+                ", expected " + shape.ToString());
+  }
+  return local;
+}
+
+PartitionedValue SpmdVisitor::Visit(const Instruction& i) {
+  auto array = [](ShardedValue v) {
+    PartitionedValue p;
+    p.array = std::move(v);
+    return p;
+  };
+  const Opcode op = i.opcode;
+  if (ir::IsElementwise(op)) return array(HandleElementwise(i));
+  switch (op) {
+    case Opcode::kParameter:
+      return array(HandleParameter(i));
+    case Opcode::kConstant:
+      return array(HandleConstant(i));
+    case Opcode::kIota:
+      return array(HandleIota(i));
+    case Opcode::kPartitionId:
+      return array(HandlePartitionId(i));
+    case Opcode::kRandomUniform:
+      return array(HandleRandomUniform(i));
+    case Opcode::kBroadcast:
+      return array(HandleBroadcast(i));
+    case Opcode::kTranspose:
+      return array(HandleTranspose(i));
+    case Opcode::kReshape:
+      return array(HandleReshape(i));
+    case Opcode::kTuple:
+      return HandleTuple(i);
+    case Opcode::kGetTupleElement:
+      return HandleGetTupleElement(i);
+    case Opcode::kLoop:
+      return HandleLoop(i);
+    case Opcode::kDot:
+      return array(HandleDot(i));
+    case Opcode::kReduce:
+      return array(HandleReduce(i));
+    case Opcode::kSlice:
+    case Opcode::kDynamicSlice:
+    case Opcode::kDynamicUpdateSlice:
+    case Opcode::kPad:
+    case Opcode::kConcatenate:
+    case Opcode::kReverse:
+    case Opcode::kGather:
+    case Opcode::kConvolution:
+    case Opcode::kArgmax:
+    case Opcode::kReduceWindow:
+    case Opcode::kCumsum:
+    case Opcode::kSort:
+    case Opcode::kTopK:
+      return HandleDimWise(i);
+    default:
+      break;
+  }
+  throw Error("%" + i.name + " (" + std::string(ir::OpcodeName(op)) +
+              "): not supported by the SPMD lowering (collectives must not appear in its "
+              "input)");
+}
+
+void SpmdVisitor::Run(const ir::Computation& in, ir::Computation* out) {
+  sb_ = std::make_unique<SpmdBuilder>(out, num_partitions());
+  for (const auto& owned : in.instructions()) {
+    const Instruction& i = *owned;
+    const size_t mark = out->instructions().size();
+    PartitionedValue v = Visit(i);
+    if (!v.is_tuple()) {
+      Instruction* local = v.array.local;
+      // Name the handler's main result after the input instruction, when it made a new one.
+      if (!ir::IsCollective(local->opcode)) {
+        const auto& instrs = out->instructions();
+        for (size_t n = instrs.size(); n-- > mark;) {
+          if (instrs[n].get() == local) {
+            local->name = i.name;
+            break;
+          }
+        }
+      }
+      v.array = Reshard(v.array, Declared(i), {i.name, "result", ""});
+    }
+    values_[&i] = std::move(v);
+  }
+  const PartitionedValue& root = ValueOf(in.root());
+  out->set_root(root.is_tuple() ? root.tuple : root.array.local);
+}
+
+void SpmdVisitor::RunBody(const ir::Computation& in, ir::Computation* out,
+                          const std::vector<TileLayout>& carried) {
+  Run(in, out);
+  const PartitionedValue& root = ValueOf(in.root());
+  if (!root.is_tuple() || root.elements.size() != carried.size()) {
+    throw Error("loop body %" + in.name() + ": root is not a tuple of " +
+                std::to_string(carried.size()) + " values");
+  }
+  std::vector<Instruction*> next;
+  for (size_t k = 0; k < carried.size(); ++k) {
+    const PartitionedValue& e = root.elements[k];
+    if (e.is_tuple()) throw Error("loop body %" + in.name() + ": nested tuples are not supported");
+    next.push_back(
+        Reshard(e.array, carried[k], {in.root()->name, "carried value " + std::to_string(k), ""})
+            .local);
+  }
+  out->set_root(b().Tuple(std::move(next)));
+}
+
+PartitionResult PartitionSpmd(const ir::Module& module, const PartitionOptions& options) {
+  if (options.num_partitions < 1) {
+    throw Error("num_partitions must be >= 1, got " + std::to_string(options.num_partitions));
+  }
+  if (module.entry() == nullptr) throw Error("module '" + module.name() + "' has no entry");
+  PartitionResult result;
+  result.num_partitions = options.num_partitions;
+  result.module = std::make_unique<ir::Module>(module.name());
+  // Local results take their input instruction's name; keep the names free for them.
+  for (const auto& c : module.computations()) {
+    for (const auto& i : c->instructions()) result.module->ReserveName(i->name);
+  }
+  ir::Computation* entry = result.module->AddComputation(module.entry()->name(), true);
+  SpmdVisitor visitor(options, result.module.get(), &result.provenance);
+  visitor.Run(*module.entry(), entry);
+  for (const Instruction* p : module.entry()->parameters()) {
+    if (p->shape.is_tuple) throw Error("%" + p->name + ": tuple parameters are not supported");
+    result.parameter_shardings.push_back(visitor.Declared(*p).ToSharding());
+  }
+  const PartitionedValue& root = visitor.ValueOf(module.entry()->root());
+  if (root.is_tuple()) {
+    for (const PartitionedValue& e : root.elements) {
+      if (e.is_tuple()) throw Error("nested tuple outputs are not supported");
+      result.output_shardings.push_back(e.array.layout.ToSharding());
+    }
+  } else {
+    result.output_shardings.push_back(root.array.layout.ToSharding());
+  }
+  ir::Verify(*result.module);
+  return result;
+}
+
+std::string ExplainProvenance(const PartitionResult& result) {
+  if (result.provenance.empty()) return "no collectives\n";
+  std::string out;
+  for (const CollectiveProvenance& p : result.provenance) out += p.ToString() + "\n";
+  return out;
+}
+
+}  // namespace podsim::partitioner

@@ -1,0 +1,120 @@
+#pragma once
+// TileLayout: the SPMD lowering's working form of a sharding. Every partition p of D holds one
+// tile of a tensor: a tile coordinate per tensor dim, plus
+//   - a partial index: when partial() > 1 the tensor is the reduction (partial_kind) of the
+//     values held by the partial() partitions that differ only in this index (a dot or reduce
+//     over a sharded dim before its AllReduce);
+//   - a replica index: partitions that differ only in it hold the same data.
+// Unlike ir::Sharding it can say "partial", it always covers exactly D partitions, and replica
+// order carries no meaning (two layouts that put the same data on every partition are
+// Equivalent). Shard geometry follows partitioner/sharding_util.h: a dim of extent G split t
+// ways has shards of ceil(G / t), tile i starting at i * ceil(G / t); the part of a shard past
+// G is padding whose contents are unspecified.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/opcode.h"
+#include "ir/shape.h"
+#include "ir/sharding.h"
+
+namespace podsim::partitioner {
+
+// ceil(global / tiles): the per-partition extent of a dim of `global` elements split `tiles` ways.
+int64_t ShardExtent(int64_t global, int64_t tiles);
+
+class TileLayout {
+ public:
+  // Everything replicated on `num_devices` partitions.
+  static TileLayout Replicated(int64_t rank, int64_t num_devices);
+  // The layout of `s` for a tensor of `rank` dims on `num_devices` partitions. Maximal is
+  // treated as replicated (every partition computes the value). A tiled sharding that lists
+  // fewer partitions than num_devices (Split(x, d, n) with n < D) keeps its tiles on the listed
+  // partitions; the others hold extra replicas (the j-th unlisted one that of assignment slot
+  // j mod listed). Throws podsim::Error when the listed count does not divide num_devices, a
+  // partition is listed twice or does not exist, or the tile rank does not match; manual is
+  // rejected (the caller handles it).
+  static TileLayout FromSharding(const ir::Sharding& s, int64_t rank, int64_t num_devices);
+  // A layout over `num_devices` partitions from each one's tile coordinates
+  // (coords[p * tiles.size() + d] < tiles[d]) and partial index (< partial; empty = all 0).
+  // Replica indices are assigned in partition order. nullopt when the partitions are not spread
+  // evenly over the tiles (some tile/partial slot held by more partitions than another, or by
+  // none).
+  static std::optional<TileLayout> FromCoords(int64_t num_devices, std::vector<int64_t> tiles,
+                                              int64_t partial, ir::ReduceKind partial_kind,
+                                              const std::vector<int64_t>& coords,
+                                              const std::vector<int64_t>& partial_index);
+
+  int64_t rank() const { return static_cast<int64_t>(tiles_.size()); }
+  int64_t num_devices() const { return static_cast<int64_t>(t_->replica.size()); }
+  const std::vector<int64_t>& tiles() const { return tiles_; }
+  int64_t tiles(int64_t d) const { return tiles_[d]; }
+  int64_t partial() const { return partial_; }
+  ir::ReduceKind partial_kind() const { return partial_kind_; }
+  int64_t replicas() const { return replicas_; }
+  int64_t Coord(int64_t device, int64_t dim) const { return t_->coords[device * rank() + dim]; }
+  std::vector<int64_t> Coords(int64_t device) const;
+  int64_t PartialIndex(int64_t device) const { return t_->partial_index[device]; }
+  int64_t ReplicaIndex(int64_t device) const { return t_->replica[device]; }
+  // Product of the tile counts.
+  int64_t NumTiles() const;
+  bool IsReplicated() const { return NumTiles() == 1 && partial_ == 1; }
+
+  // Every partition holds the same data under both layouts (replica order may differ).
+  bool Equivalent(const TileLayout& o) const;
+  // Partition groups that differ only in the coordinate along tile dim `d` (or along the
+  // partial axis, d == kPartialAxis), each ordered by that coordinate; groups ordered by their
+  // first member.
+  static constexpr int64_t kPartialAxis = -1;
+  std::vector<std::vector<int64_t>> GroupsAlong(int64_t d) const;
+
+  // After an AllGather along dim d: d untiled, its partitions join the replicas.
+  TileLayout Gathered(int64_t d) const;
+  // After an AllReduce over the partial axis: the partial partitions join the replicas.
+  TileLayout AllReduced() const;
+  // After a ReduceScatter over the partial axis into dim d: tile i of d becomes tiles
+  // i * partial() + j, j = partial index.
+  TileLayout Scattered(int64_t d) const;
+  // After an AllToAll that moves the split of dim a (tiled) to dim b (untiled): b takes a's
+  // tile coordinates, a becomes untiled.
+  TileLayout Swapped(int64_t a, int64_t b) const;
+  // Tile coordinate along d advanced by `shift` (mod tiles(d)) on every partition: the layout
+  // after each partition passes its tile to the partition that held the previous one.
+  TileLayout Rotated(int64_t d, int64_t shift) const;
+  // A layout of rank dim_map.size(): new dim i takes the tiling of dim dim_map[i] (-1 = untiled).
+  // Dims in `partial_dims` become (part of) the partial axis with `kind`; every other dim's
+  // partitions join the replicas.
+  TileLayout Projected(const std::vector<int64_t>& dim_map,
+                       const std::vector<int64_t>& partial_dims = {},
+                       ir::ReduceKind kind = ir::ReduceKind::kAdd) const;
+
+  // Requires partial() == 1. All tiles 1 gives {replicated}.
+  ir::Sharding ToSharding() const;
+  // ToSharding's text; a partial layout prints as its AllReduced() sharding plus what is
+  // pending, e.g. "{devices=[2,1,2]0,1,2,3 last_tile_dim_replicate partial add over 2}".
+  std::string ToString() const;
+
+  // Start of `device`'s tile in dim d of a tensor of `global` extents.
+  int64_t ShardStart(const ir::Shape& global, int64_t device, int64_t d) const;
+  // Per-partition shape: ShardExtent per dim.
+  ir::Shape ShardShape(const ir::Shape& global) const;
+
+ private:
+  // Per-partition tables; immutable once built, so copies of a layout share them.
+  struct Tables {
+    std::vector<int32_t> coords;         // [device * rank + dim]
+    std::vector<int32_t> partial_index;  // [device]
+    std::vector<int32_t> replica;        // [device]
+  };
+
+  std::vector<int64_t> tiles_;
+  int64_t partial_ = 1;
+  ir::ReduceKind partial_kind_ = ir::ReduceKind::kAdd;
+  int64_t replicas_ = 1;
+  std::shared_ptr<const Tables> t_;
+};
+
+}  // namespace podsim::partitioner
