@@ -1,10 +1,11 @@
 #pragma once
-// The IR text format, modelled on HLO text. Printing then parsing gives back an identical
-// module (same names, shapes, attributes, literals bit-exact, scopes and shardings).
+// The IR text format, modelled on HLO text; docs/ir.md is the reference (grammar, every op's
+// attributes). Printing then parsing gives back an identical module (same names, shapes,
+// attributes, literals bit-exact, scopes and shardings), and the printed text is canonical.
 //
 //   HloModule toy
 //
-//   %body (...) {                      sub-computations first, in definition order
+//   %body {                            computations in the module's order
 //     ...
 //   }
 //
@@ -23,7 +24,8 @@
 namespace podsim::ir {
 
 std::string PrintModule(const Module& module);
-// One line, without indentation or trailing newline.
+// One line, without indentation or trailing newline; starts with "ROOT " when `instr` is its
+// computation's root.
 std::string PrintInstruction(const Instruction& instr);
 
 // Parses a module; errors are podsim::Error "FILE:LINE:COL: message". The result is verified.
