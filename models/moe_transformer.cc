@@ -1,0 +1,265 @@
+#include "models/moe_transformer.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "ir/error.h"
+#include "ir/verifier.h"
+#include "models/naming.h"
+#include "models/scopes.h"
+#include "models/top2_gating.h"
+#include "partitioner/annotations.h"
+
+namespace podsim::models {
+
+using ir::Builder;
+using ir::DType;
+using ir::Instruction;
+using ir::Shape;
+
+namespace {
+
+Instruction* AddParameter(Builder& b, int64_t* next_parameter, std::vector<int64_t> dims,
+                          DType dtype, const std::string& name) {
+  return b.Parameter((*next_parameter)++, Shape(dtype, std::move(dims)), name);
+}
+
+Instruction* Relu(Builder& b, Instruction* x) {
+  Instruction* zero = b.ConstantScalar(x->shape.dtype, 0);
+  return b.Max(x, b.BroadcastScalar(zero, x->shape.dims));
+}
+
+// Replicate(x) when the config annotates.
+Instruction* Replicated(Instruction* x, const MoeLayerConfig& c) {
+  return c.annotate ? partitioner::Replicate(x) : x;
+}
+
+void RequireAtLeast(const char* field, int64_t value, int64_t minimum) {
+  if (value < minimum) {
+    throw Error(std::string("moe.") + field + ": must be >= " + std::to_string(minimum) + ", got " +
+                std::to_string(value));
+  }
+}
+
+}  // namespace
+
+MoeLayerConfig PaperMoeConfig(int64_t num_devices) {
+  MoeLayerConfig c;
+  c.num_groups = num_devices;
+  c.num_experts = num_devices;
+  c.num_devices = num_devices;
+  return c;
+}
+
+MoeLayerConfig ToyMoeConfig() {
+  MoeLayerConfig c;
+  c.num_groups = 4;
+  c.tokens_per_group = 8;
+  c.d_model = 16;
+  c.d_ff = 32;
+  c.num_experts = 4;
+  c.num_heads = 2;
+  c.head_dim = 8;
+  c.seq_len = 4;
+  c.num_devices = 4;
+  return c;
+}
+
+int64_t DefaultCapacity(int64_t tokens_per_group, int64_t num_experts) {
+  const int64_t c = (2 * tokens_per_group + num_experts - 1) / num_experts;
+  return c < 1 ? 1 : c;
+}
+
+int64_t ExpertCapacity(const MoeLayerConfig& config) {
+  return config.capacity > 0 ? config.capacity
+                             : DefaultCapacity(config.tokens_per_group, config.num_experts);
+}
+
+namespace {
+
+// The checks of ValidateMoeConfig that concern Algorithm 2 alone.
+void ValidateMoeFields(const MoeLayerConfig& c) {
+  RequireAtLeast("num_groups", c.num_groups, 1);
+  RequireAtLeast("tokens_per_group", c.tokens_per_group, 1);
+  RequireAtLeast("d_model", c.d_model, 1);
+  RequireAtLeast("d_ff", c.d_ff, 1);
+  RequireAtLeast("num_experts", c.num_experts, 2);
+  RequireAtLeast("capacity", c.capacity, 0);
+  RequireAtLeast("num_devices", c.num_devices, 1);
+  if (c.dtype != DType::kF32 && c.dtype != DType::kBF16) {
+    throw Error("moe.dtype: must be f32 or bf16, got " + std::string(ir::DTypeName(c.dtype)));
+  }
+  if (c.annotate) {
+    if (c.num_devices > c.num_groups) {
+      throw Error("moe.num_devices: " + std::to_string(c.num_devices) +
+                  " devices cannot split num_groups = " + std::to_string(c.num_groups));
+    }
+    if (c.num_devices > c.num_experts) {
+      throw Error("moe.num_devices: " + std::to_string(c.num_devices) +
+                  " devices cannot split num_experts = " + std::to_string(c.num_experts));
+    }
+  }
+}
+
+}  // namespace
+
+void ValidateMoeConfig(const MoeLayerConfig& c) {
+  ValidateMoeFields(c);
+  RequireAtLeast("num_heads", c.num_heads, 1);
+  RequireAtLeast("head_dim", c.head_dim, 1);
+  RequireAtLeast("seq_len", c.seq_len, 1);
+  if (c.tokens_per_group % c.seq_len != 0) {
+    throw Error("moe.seq_len: must divide tokens_per_group (" + std::to_string(c.tokens_per_group) +
+                "), got " + std::to_string(c.seq_len));
+  }
+}
+
+Instruction* AddSelfAttention(Builder& b, Instruction* x, int64_t* next_parameter,
+                              const MoeLayerConfig& c) {
+  const int64_t g = c.num_groups, s = c.tokens_per_group, m = c.d_model;
+  const int64_t n = c.num_heads, k = c.head_dim, l = c.seq_len, seqs = s / l;
+  Instruction *q, *key, *value;
+  {
+    Builder::ScopeGuard scope(b, std::string(kScopeProjections));
+    auto project = [&](const char* name) {
+      Instruction* w = Replicated(AddParameter(b, next_parameter, {m, n, k}, c.dtype, name), c);
+      return b.Einsum("GSM,MNK->GSNK", x, w);
+    };
+    q = project("attention_wq");
+    key = project("attention_wk");
+    value = project("attention_wv");
+  }
+  Instruction* context;
+  {
+    Builder::ScopeGuard scope(b, std::string(kScopeAttention));
+    const std::vector<int64_t> seq_dims = {g, seqs, l, n, k};
+    auto sequences = [&](Instruction* t) { return b.Reshape(t, seq_dims); };
+    Instruction* scale = b.ConstantScalar(c.dtype, 1.0 / std::sqrt(static_cast<double>(k)));
+    Instruction* q_seq = b.Mul(sequences(q), b.BroadcastScalar(scale, seq_dims));
+    Instruction* logits = b.Einsum("GBLNK,GBTNK->GBNLT", q_seq, sequences(key));
+    Instruction* probs = Named(AddSoftmaxLastDim(b, logits), "attention_probs");
+    context = b.Einsum("GBNLT,GBTNK->GBNLK", probs, sequences(value));
+  }
+  Builder::ScopeGuard scope(b, std::string(kScopeProjections));
+  Instruction* wo =
+      Replicated(AddParameter(b, next_parameter, {n, k, m}, c.dtype, "attention_wo"), c);
+  Instruction* out = b.Reshape(b.Einsum("GBNLK,NKM->GBLM", context, wo), {g, s, m});
+  return Named(b.Add(x, out), "attention_residual");
+}
+
+Instruction* AddDenseFfn(Builder& b, Instruction* x, int64_t* next_parameter,
+                         const MoeLayerConfig& c) {
+  Builder::ScopeGuard scope(b, std::string(kScopeTransformerFfn));
+  Instruction* wi =
+      Replicated(AddParameter(b, next_parameter, {c.d_model, c.d_ff}, c.dtype, "ffn_wi"), c);
+  Instruction* wo =
+      Replicated(AddParameter(b, next_parameter, {c.d_ff, c.d_model}, c.dtype, "ffn_wo"), c);
+  Instruction* hidden = Named(Relu(b, b.Einsum("GSM,MH->GSH", x, wi)), "ffn_hidden");
+  return Named(b.Add(x, b.Einsum("GSH,HM->GSM", hidden, wo)), "ffn_residual");
+}
+
+Instruction* AddMoeFfn(Builder& b, Instruction* inputs, int64_t* next_parameter,
+                       const MoeLayerConfig& c) {
+  const int64_t d = c.num_devices;
+  const bool annotate_experts = c.annotate && c.annotate_experts;
+  if (c.annotate) partitioner::Split(inputs, 0, d);
+  Instruction *wg, *wi, *wo;
+  {
+    Builder::ScopeGuard scope(b, std::string(kScopeGateEinsums));
+    wg = Replicated(AddParameter(b, next_parameter, {c.d_model, c.num_experts}, c.dtype, "wg"), c);
+  }
+  {
+    Builder::ScopeGuard scope(b, std::string(kScopeMoeFfn));
+    wi = AddParameter(b, next_parameter, {c.num_experts, c.d_model, c.d_ff}, c.dtype, "wi");
+    wo = AddParameter(b, next_parameter, {c.num_experts, c.d_ff, c.d_model}, c.dtype, "wo");
+    if (annotate_experts) {
+      partitioner::Split(wi, 0, d);
+      partitioner::Split(wo, 0, d);
+    }
+  }
+  Top2GatingResult gating;
+  {
+    Builder::ScopeGuard scope(b, std::string(kScopeGateEinsums));
+    Instruction* logits = Named(b.Einsum("GSM,ME->GSE", inputs, wg), "gating_logits");
+    if (c.dtype != DType::kF32) logits = b.Convert(logits, DType::kF32);
+    Instruction* gates = Named(AddSoftmaxLastDim(b, logits), "gates");
+    Top2GatingOptions options;
+    options.capacity = ExpertCapacity(c);
+    options.seed = c.seed;
+    options.dtype = c.dtype;
+    gating = AddTop2Gating(b, gates, options);
+    Named(gating.combine_weights, "combine_weights");
+    Named(gating.dispatch_mask, "dispatch_mask");
+  }
+  Instruction* gathered;
+  {
+    Builder::ScopeGuard scope(b, std::string(kScopeGateEinsums));
+    gathered = b.Einsum("GSEC,GSM->GECM", gating.dispatch_mask, inputs);
+  }
+  Instruction* dispatched;
+  {
+    Builder::ScopeGuard scope(b, std::string(kScopeDispatchCombine));
+    dispatched = Named(b.Transpose(gathered, {1, 0, 2, 3}), "dispatched_expert_inputs");
+    if (c.annotate) partitioner::Split(dispatched, 0, d);
+  }
+  Instruction* expert_major;
+  {
+    Builder::ScopeGuard scope(b, std::string(kScopeMoeFfn));
+    Instruction* hidden =
+        Named(Relu(b, b.Einsum("EGCM,EMH->EGCH", dispatched, wi)), "expert_hidden");
+    expert_major = b.Einsum("EGCH,EHM->EGCM", hidden, wo);
+  }
+  Instruction* expert_outputs;
+  {
+    Builder::ScopeGuard scope(b, std::string(kScopeDispatchCombine));
+    expert_outputs = Named(b.Transpose(expert_major, {1, 0, 2, 3}), "expert_outputs");
+    if (annotate_experts) partitioner::Split(expert_outputs, 0, d);
+  }
+  Builder::ScopeGuard scope(b, std::string(kScopeGateEinsums));
+  return Named(b.Einsum("GSEC,GECM->GSM", gating.combine_weights, expert_outputs), "moe_outputs");
+}
+
+std::unique_ptr<ir::Module> BuildMoeLayerPair(const MoeLayerConfig& c) {
+  ValidateMoeConfig(c);
+  auto module = std::make_unique<ir::Module>("moe_layer_pair");
+  Builder b(module->AddComputation("main", /*is_entry=*/true));
+  int64_t next_parameter = 0;
+  Instruction* x;
+  {
+    Builder::ScopeGuard scope(b, std::string(kScopeProjections));
+    x = b.Parameter(next_parameter++, Shape(c.dtype, {c.num_groups, c.tokens_per_group, c.d_model}),
+                    "x");
+    if (c.annotate) partitioner::Split(x, 0, c.num_devices);
+  }
+  // The Transformer layer.
+  Instruction* y = AddSelfAttention(b, x, &next_parameter, c);
+  Instruction* z = AddDenseFfn(b, y, &next_parameter, c);
+  // The MoE layer.
+  Instruction* u = c.moe_layer_attention ? AddSelfAttention(b, z, &next_parameter, c) : z;
+  Instruction* moe = AddMoeFfn(b, u, &next_parameter, c);
+  {
+    Builder::ScopeGuard scope(b, std::string(kScopeGateEinsums));
+    Named(b.Add(u, moe), "moe_layer_out");
+  }
+  ir::Verify(*module);
+  return module;
+}
+
+std::unique_ptr<ir::Module> BuildMoeLayer(const MoeLayerConfig& c) {
+  ValidateMoeFields(c);
+  auto module = std::make_unique<ir::Module>("moe_layer");
+  Builder b(module->AddComputation("main", /*is_entry=*/true));
+  int64_t next_parameter = 0;
+  Instruction* inputs;
+  {
+    Builder::ScopeGuard scope(b, std::string(kScopeGateEinsums));
+    inputs = b.Parameter(next_parameter++,
+                         Shape(c.dtype, {c.num_groups, c.tokens_per_group, c.d_model}), "inputs");
+  }
+  AddMoeFfn(b, inputs, &next_parameter, c);
+  ir::Verify(*module);
+  return module;
+}
+
+}  // namespace podsim::models
