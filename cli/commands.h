@@ -10,8 +10,6 @@ namespace podsim::cli {
 using Args = std::vector<std::string>;
 
 int IrCommand(const Args& args);          // podsim ir verify|print|cost|eval|convert
-int CollectiveCommand(const Args& args);  // podsim collective ...
 int TopologyCommand(const Args& args);    // podsim topology ...
-int RunCommand(const Args& args);         // podsim run EXPERIMENT.json --out DIR
 
 }  // namespace podsim::cli

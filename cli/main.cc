@@ -21,8 +21,6 @@ const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
       {"ir", "verify, print, cost, evaluate and convert IR modules", podsim::cli::IrCommand},
       {"topology", "describe a pod topology (preset or JSON file)", podsim::cli::TopologyCommand},
-      {"collective", "time one collective on a pod", podsim::cli::CollectiveCommand},
-      {"run", "run an experiment config and write results", podsim::cli::RunCommand},
   };
   return commands;
 }
