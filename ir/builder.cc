@@ -320,6 +320,35 @@ Instruction* Builder::AllReduce(Instruction* x, ReduceKind kind, Groups groups) 
   return Add(std::move(i));
 }
 
+Instruction* Builder::AutoToManual(Instruction* x, Sharding tiling) {
+  auto i = New(Opcode::kAutoToManual, {x});
+  i->tiling = std::move(tiling);
+  i->sharding = Sharding::Manual();
+  return Add(std::move(i));
+}
+
+Instruction* Builder::ManualToAuto(Instruction* y, Sharding tiling,
+                                   std::vector<int64_t> full_dims) {
+  auto i = New(Opcode::kManualToAuto, {y});
+  i->tiling = std::move(tiling);
+  i->shape = Shape(y ? y->shape.dtype : DType::kF32, std::move(full_dims));
+  return Add(std::move(i));
+}
+
+Instruction* Builder::IotaCollective(Opcode op, Instruction* x,
+                                     const IotaReplicaGroupList& groups, ReduceKind kind,
+                                     int64_t dim, int64_t dim2) {
+  auto i = New(op, {x});
+  i->reduce_kind = kind;
+  i->iota_replica_groups = groups;
+  if (op == Opcode::kAllGather || op == Opcode::kReduceScatter) i->dimensions = {dim};
+  if (op == Opcode::kAllToAll) {
+    i->split_dimension = dim;
+    i->concat_dimension = dim2;
+  }
+  return Add(std::move(i));
+}
+
 Instruction* Builder::AllGather(Instruction* x, int64_t dimension, Groups groups,
                                 int64_t num_partitions) {
   auto i = New(Opcode::kAllGather, {x});

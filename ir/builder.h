@@ -6,6 +6,7 @@
 // Every call infers and checks the result shape (throws podsim::Error naming the instruction)
 // and tags the instruction with the current name scope.
 
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -119,8 +120,33 @@ class Builder {
                              int64_t num_partitions = 0);
   Instruction* AllToAll(Instruction* x, int64_t split_dimension, int64_t concat_dimension,
                         Groups groups, int64_t num_partitions = 0);
+  // The same over replica groups in the compact iota form (ir/iota.h). Templates only so that
+  // a braced `{}` still means the explicit Groups above.
+  template <std::same_as<IotaReplicaGroupList> G>
+  Instruction* AllReduce(Instruction* x, ReduceKind kind, const G& groups) {
+    return IotaCollective(Opcode::kAllReduce, x, groups, kind);
+  }
+  template <std::same_as<IotaReplicaGroupList> G>
+  Instruction* AllGather(Instruction* x, int64_t dimension, const G& groups) {
+    return IotaCollective(Opcode::kAllGather, x, groups, ReduceKind::kAdd, dimension);
+  }
+  template <std::same_as<IotaReplicaGroupList> G>
+  Instruction* ReduceScatter(Instruction* x, int64_t dimension, ReduceKind kind, const G& groups) {
+    return IotaCollective(Opcode::kReduceScatter, x, groups, kind, dimension);
+  }
+  template <std::same_as<IotaReplicaGroupList> G>
+  Instruction* AllToAll(Instruction* x, int64_t split_dimension, int64_t concat_dimension,
+                        const G& groups) {
+    return IotaCollective(Opcode::kAllToAll, x, groups, ReduceKind::kAdd, split_dimension,
+                          concat_dimension);
+  }
   Instruction* CollectivePermute(Instruction* x,
                                  std::vector<std::pair<int64_t, int64_t>> source_target_pairs);
+
+  // A manual region's boundaries (ir/instruction.h): x's shard under `tiling`, and the tensor
+  // of `full_dims` that the per-partition `y`s tile.
+  Instruction* AutoToManual(Instruction* x, Sharding tiling);
+  Instruction* ManualToAuto(Instruction* y, Sharding tiling, std::vector<int64_t> full_dims);
 
   Instruction* Loop(std::vector<Instruction*> carried, Computation* body, int64_t trip_count);
   Instruction* Tuple(std::vector<Instruction*> xs);
@@ -128,6 +154,10 @@ class Builder {
 
  private:
   std::unique_ptr<Instruction> New(Opcode op, std::vector<Instruction*> operands);
+  // A collective over iota groups; `dim` is the dimension (all-gather, reduce-scatter) or the
+  // split dimension (all-to-all), `dim2` the concat dimension.
+  Instruction* IotaCollective(Opcode op, Instruction* x, const IotaReplicaGroupList& groups,
+                              ReduceKind kind, int64_t dim = 0, int64_t dim2 = 0);
 
   Computation* comp_;
   std::string scope_;

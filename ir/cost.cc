@@ -86,6 +86,8 @@ class CostVisitor {
       case Opcode::kPartitionId:
       case Opcode::kTuple:
       case Opcode::kGetTupleElement:
+      case Opcode::kAutoToManual:   // a view of the partition's shard (the SPMD lowering
+      case Opcode::kManualToAuto:   // makes both an identity)
         return Cost{};  // bookkeeping: values already in memory or aliased
       case Opcode::kIota:
       case Opcode::kRandomUniform:
@@ -267,7 +269,7 @@ class CostVisitor {
   // where it fixes G (all-gather, reduce-scatter, all-to-all with split != concat), else
   // num_partitions.
   int64_t GroupSize(const Instruction& i) const {
-    if (!i.replica_groups.empty()) return static_cast<int64_t>(i.replica_groups[0].size());
+    if (HasReplicaGroups(i)) return ReplicaGroupSizeOf(i);
     const Shape& in = i.operand(0)->shape;
     auto ratio = [&](int64_t num, int64_t den) { return den > 0 ? num / den : num_partitions_; };
     switch (i.opcode) {

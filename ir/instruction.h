@@ -35,6 +35,10 @@
 // sort                 dimensions={d}; descending; stable.
 // top-k                k along the last dim; result tuple (values, s32 indices), stable.
 // all-reduce           reduce_kind, replica_groups (empty = one group of all partitions).
+//                      Every collective's groups are either the explicit replica_groups or,
+//                      when iota_replica_groups is set (replica_groups then empty), the compact
+//                      form of ir/iota.h, printed replica_groups=[2,4]<=[8]; read them through
+//                      ReplicaGroupsOf / ReplicaGroupSizeOf below.
 // all-gather           dimensions={d}, replica_groups: concat of members' inputs along d.
 // reduce-scatter       dimensions={d}, reduce_kind, replica_groups: member i gets block i.
 // all-to-all           split_dimension, concat_dimension, replica_groups.
@@ -44,6 +48,18 @@
 //                      values; its root is a tuple of the n new carried values. The loop's
 //                      value is that tuple after trip_count iterations.
 // tuple                any operands; get-tuple-element: tuple_index.
+// auto-to-manual       tiling (a tiled sharding of the operand, over every partition): enters a
+//                      manual region (GShard 3.2's escape hatch; XLA's custom-call
+//                      SPMDFullToShardShape). Result = this partition's shard of the operand
+//                      under `tiling`: shape ceil(dims / tiles), the part past the operand's
+//                      extent zeros. Instructions that use a manual value are per-partition code
+//                      (sharding {manual}): the partitioner leaves them as written.
+// manual-to-auto       tiling; the result shape is the full shape: leaves a manual region (XLA's
+//                      SPMDShardToFullShape). Each partition's operand is its shard under
+//                      `tiling` (shape ceil(full / tiles)); the result is the tensor those
+//                      shards tile (each element from the first partition in the tile
+//                      assignment that holds it). Both need every partition (the interpreter's
+//                      lockstep mode, InterpretSpmd) unless the tiling has one device.
 
 #include <cstdint>
 #include <optional>
@@ -51,6 +67,7 @@
 #include <utility>
 #include <vector>
 
+#include "ir/iota.h"
 #include "ir/literal.h"
 #include "ir/opcode.h"
 #include "ir/shape.h"
@@ -127,12 +144,14 @@ struct Instruction {
   double rng_high = 1.0;
   std::vector<int64_t> rng_global_dims;
   std::vector<std::vector<int64_t>> replica_groups;
+  std::optional<IotaReplicaGroupList> iota_replica_groups;  // instead of replica_groups
   std::vector<std::pair<int64_t, int64_t>> source_target_pairs;
   int64_t split_dimension = 0;
   int64_t concat_dimension = 0;
   int64_t trip_count = 0;
   Computation* body = nullptr;
   int64_t tuple_index = 0;
+  std::optional<Sharding> tiling;  // auto-to-manual, manual-to-auto
 
   // Name scope / category, e.g. "moe/dispatch"; used for time breakdowns.
   std::string scope;
@@ -142,5 +161,20 @@ struct Instruction {
   const Instruction* operand(size_t i) const { return operands[i]; }
   Instruction* operand(size_t i) { return operands[i]; }
 };
+
+// The replica groups of a collective as lists (materializes the iota form); empty = one group
+// of all partitions.
+inline std::vector<std::vector<int64_t>> ReplicaGroupsOf(const Instruction& i) {
+  return i.iota_replica_groups ? i.iota_replica_groups->ToGroups() : i.replica_groups;
+}
+// Size of each replica group; 0 when there are none (all partitions, known at run time).
+inline int64_t ReplicaGroupSizeOf(const Instruction& i) {
+  if (i.iota_replica_groups) return i.iota_replica_groups->group_size;
+  return i.replica_groups.empty() ? 0 : static_cast<int64_t>(i.replica_groups[0].size());
+}
+// Whether the collective names its groups (explicitly or in the iota form).
+inline bool HasReplicaGroups(const Instruction& i) {
+  return i.iota_replica_groups.has_value() || !i.replica_groups.empty();
+}
 
 }  // namespace podsim::ir

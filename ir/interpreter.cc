@@ -121,8 +121,10 @@ class Lockstep {
  public:
   // Copy c runs as partition partition_ids[c]. Collectives are allowed only when the copies
   // are all the partitions (copy c = partition c).
-  Lockstep(std::vector<int64_t> partition_ids, bool collectives_allowed)
-      : partition_ids_(std::move(partition_ids)), collectives_allowed_(collectives_allowed) {}
+  Lockstep(std::vector<int64_t> partition_ids, int64_t num_partitions, bool collectives_allowed)
+      : partition_ids_(std::move(partition_ids)),
+        num_partitions_(num_partitions),
+        collectives_allowed_(collectives_allowed) {}
 
   // The root value of `comp` on every copy; params[number][copy] are its parameters.
   Values Run(const Computation& comp, std::vector<Values> params) {
@@ -182,6 +184,23 @@ class Lockstep {
       return std::move(params[k]);
     }
     if (i.opcode == Opcode::kLoop) return RunLoop(i, operands);
+    if (i.opcode == Opcode::kAutoToManual) {
+      Values out(copies);
+      for (size_t c = 0; c < copies; ++c) {
+        out[c] = interp::EvalAutoToManual(i, (*operands[0])[c], partition_ids_[c],
+                                          num_partitions_);
+      }
+      return out;
+    }
+    if (i.opcode == Opcode::kManualToAuto) {
+      if (!collectives_allowed_ && num_partitions_ > 1) {
+        Fail(i, "leaving a manual region needs every partition: use InterpretSpmd (Interpret "
+                "runs one partition of several)");
+      }
+      Operands inputs;
+      for (const Literal& v : *operands[0]) inputs.push_back(&v);
+      return Values(copies, interp::EvalManualToAuto(i, inputs));
+    }
     if (IsCollective(i.opcode)) {
       if (!collectives_allowed_) {
         Fail(i, "a collective needs every partition: use InterpretSpmd (Interpret runs one "
@@ -246,6 +265,7 @@ class Lockstep {
   }
 
   std::vector<int64_t> partition_ids_;
+  int64_t num_partitions_;
   bool collectives_allowed_;
   std::unordered_map<const Computation*, Plan> plans_;
 };
@@ -316,7 +336,7 @@ Literal Interpret(const Module& module, const std::vector<Literal>& args, int64_
   for (size_t k = 0; k < params.size(); ++k) {
     values.push_back({CheckedArgument(args[k], params[k]->shape, ParameterLabel(*params[k]))});
   }
-  Lockstep engine({partition_id}, num_partitions == 1);
+  Lockstep engine({partition_id}, num_partitions, num_partitions == 1);
   return std::move(engine.Run(entry, std::move(values))[0]);
 }
 
@@ -344,7 +364,7 @@ std::vector<Literal> InterpretSpmd(const Module& module,
     }
     ids.push_back(p);
   }
-  Lockstep engine(std::move(ids), /*collectives_allowed=*/true);
+  Lockstep engine(std::move(ids), num_partitions, /*collectives_allowed=*/true);
   return engine.Run(entry, std::move(values));
 }
 

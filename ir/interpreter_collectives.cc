@@ -18,13 +18,14 @@ using Groups = std::vector<std::vector<int64_t>>;
 // The replica groups of `i` on `n` partitions (empty = one group of all, in partition order);
 // every partition must be in exactly one group.
 Groups GroupsOf(const Instruction& i, int64_t n) {
-  if (i.replica_groups.empty()) {
+  if (!HasReplicaGroups(i)) {
     std::vector<int64_t> all(n);
     for (int64_t p = 0; p < n; ++p) all[p] = p;
     return {all};
   }
+  Groups groups = ReplicaGroupsOf(i);
   std::vector<int> seen(n, 0);
-  for (const auto& g : i.replica_groups) {
+  for (const auto& g : groups) {
     for (int64_t p : g) {
       if (p < 0 || p >= n) {
         Fail(i, "replica group names partition " + std::to_string(p) + " but there are " +
@@ -39,7 +40,7 @@ Groups GroupsOf(const Instruction& i, int64_t n) {
                   " replica groups (needs exactly one)");
     }
   }
-  return i.replica_groups;
+  return groups;
 }
 
 // The block [start, start + size) of x along dim d.

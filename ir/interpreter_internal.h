@@ -95,6 +95,13 @@ Literal EvalReduction(const Instruction& instr, const Operands& ops);
 // num_partitions = inputs.size(); returns each partition's result.
 std::vector<Literal> EvalCollective(const Instruction& instr, const Operands& inputs);
 
+// Manual regions (interpreter_manual.cc). auto-to-manual: partition `partition`'s shard of x
+// (of num_partitions, which must be the tiling's device count). manual-to-auto: `inputs[p]` is
+// partition p's shard; returns the reassembled tensor.
+Literal EvalAutoToManual(const Instruction& instr, const Literal& x, int64_t partition,
+                         int64_t num_partitions);
+Literal EvalManualToAuto(const Instruction& instr, const Operands& inputs);
+
 // A uniform double in [0, 1) that depends only on (seed, index): a SplitMix64-style hash.
 double UniformHash(uint64_t seed, uint64_t index);
 

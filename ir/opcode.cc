@@ -18,6 +18,7 @@ constexpr std::array<std::string_view, kNumOpcodes> kNames = {
     "dot", "convolution", "reduce", "argmax", "reduce-window", "cumsum", "sort", "top-k",
     "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute",
     "loop", "tuple", "get-tuple-element",
+    "auto-to-manual", "manual-to-auto",
 };
 
 }  // namespace

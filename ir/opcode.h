@@ -24,8 +24,10 @@ enum class Opcode : uint8_t {
   kAllReduce, kAllGather, kReduceScatter, kAllToAll, kCollectivePermute,
   // Control and tuples.
   kLoop, kTuple, kGetTupleElement,
+  // Manual partitioning (GShard 3.2): the boundaries of a region of per-partition code.
+  kAutoToManual, kManualToAuto,
 };
-inline constexpr int kNumOpcodes = static_cast<int>(Opcode::kGetTupleElement) + 1;
+inline constexpr int kNumOpcodes = static_cast<int>(Opcode::kManualToAuto) + 1;
 
 // Text name, as in HLO: "add", "dynamic-slice", "all-to-all", ...
 std::string_view OpcodeName(Opcode op);

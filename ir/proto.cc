@@ -85,6 +85,8 @@ constexpr Same<Opcode, OpcodeProto> kOpcodes[] = {
     {Opcode::kLoop, OPCODE_LOOP},
     {Opcode::kTuple, OPCODE_TUPLE},
     {Opcode::kGetTupleElement, OPCODE_GET_TUPLE_ELEMENT},
+    {Opcode::kAutoToManual, OPCODE_AUTO_TO_MANUAL},
+    {Opcode::kManualToAuto, OPCODE_MANUAL_TO_AUTO},
 };
 static_assert(std::size(kOpcodes) == kNumOpcodes && OpcodeProto_ARRAYSIZE == kNumOpcodes);
 static_assert(Mirrors(kOpcodes));
@@ -157,11 +159,20 @@ void ToProto(const Literal& l, LiteralProto* p) {
   for (const Literal& e : l.elements) ToProto(e, p->add_elements());
 }
 
+void ToProto(const IotaDevices& d, IotaDevicesProto* p) {
+  PutInts(d.reshape_dims(), p->mutable_reshape_dims());
+  PutInts(d.transpose_perm(), p->mutable_transpose_perm());
+}
+
 void ToProto(const Sharding& s, ShardingProto* p) {
   p->set_kind(static_cast<ShardingProto::Kind>(s.kind));
   p->set_device(s.device);
   PutInts(s.tile_dims, p->mutable_tile_dims());
-  PutInts(s.devices, p->mutable_devices());
+  if (s.devices.is_iota()) {
+    ToProto(s.devices.iota(), p->mutable_iota_devices());
+  } else {
+    PutInts(s.devices.ToVector(), p->mutable_devices());
+  }
   p->set_last_tile_dim_replicate(s.last_tile_dim_replicate);
 }
 
@@ -246,6 +257,13 @@ void ToProto(const Instruction& i, const Computation& comp,
   p->set_tuple_index(i.tuple_index);
   p->set_scope(i.scope);
   if (i.sharding) ToProto(*i.sharding, p->mutable_sharding());
+  if (i.tiling) ToProto(*i.tiling, p->mutable_tiling());
+  if (i.iota_replica_groups) {
+    IotaReplicaGroupsProto* g = p->mutable_iota_replica_groups();
+    g->set_num_groups(i.iota_replica_groups->num_groups);
+    g->set_group_size(i.iota_replica_groups->group_size);
+    ToProto(i.iota_replica_groups->devices, g->mutable_devices());
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -304,12 +322,27 @@ class Reader {
     return l;
   }
 
+  IotaDevices ReadIota(const IotaDevicesProto& p) const {
+    std::vector<int64_t> dims = Ints(p.reshape_dims());
+    std::vector<int64_t> perm = Ints(p.transpose_perm());
+    if (dims.empty()) return IotaDevices::Range(1);
+    try {
+      return IotaDevices::Create(std::move(dims), std::move(perm));
+    } catch (const Error& e) {
+      FailHere(e.what());
+    }
+  }
+
   Sharding ReadSharding(const ShardingProto& p) const {
     Sharding s;
     s.kind = CheckEnum<Sharding::Kind>(p.kind(), ShardingProto::Kind_IsValid, "sharding kind");
     s.device = p.device();
     s.tile_dims = Ints(p.tile_dims());
-    s.devices = Ints(p.devices());
+    if (p.has_iota_devices()) {
+      s.devices = DeviceList(ReadIota(p.iota_devices()));
+    } else {
+      s.devices = Ints(p.devices());
+    }
     s.last_tile_dim_replicate = p.last_tile_dim_replicate();
     return s;
   }
@@ -436,6 +469,14 @@ class Reader {
     i->tuple_index = p.tuple_index();
     i->scope = p.scope();
     if (p.has_sharding()) i->sharding = ReadSharding(p.sharding());
+    if (p.has_tiling()) i->tiling = ReadSharding(p.tiling());
+    if (p.has_iota_replica_groups()) {
+      IotaReplicaGroupList g;
+      g.num_groups = p.iota_replica_groups().num_groups();
+      g.group_size = p.iota_replica_groups().group_size();
+      g.devices = ReadIota(p.iota_replica_groups().devices());
+      i->iota_replica_groups = std::move(g);
+    }
     return i;
   }
 

@@ -74,6 +74,16 @@ void CheckWindow(const Checker& c, const std::vector<WindowDim>& window) {
 }
 
 void CheckReplicaGroups(const Checker& c, const Instruction& i) {
+  if (i.iota_replica_groups) {
+    const IotaReplicaGroupList& g = *i.iota_replica_groups;
+    c.Require(i.replica_groups.empty(), "replica groups given both as a list and as an iota");
+    c.Require(g.num_groups >= 1 && g.group_size >= 1 &&
+                  g.num_groups * g.group_size == g.devices.size(),
+              "replica_groups=" + g.ToString() + ": " + std::to_string(g.num_groups) + " x " +
+                  std::to_string(g.group_size) + " does not match the " +
+                  std::to_string(g.devices.size()) + " devices");
+    return;
+  }
   std::set<int64_t> seen;
   size_t size = 0;
   for (size_t g = 0; g < i.replica_groups.size(); ++g) {
@@ -92,9 +102,7 @@ void CheckReplicaGroups(const Checker& c, const Instruction& i) {
 
 // Group size the collective's dims must divide; 0 when groups are empty (all partitions: the
 // count is only known at run time).
-int64_t GroupSize(const Instruction& i) {
-  return i.replica_groups.empty() ? 0 : static_cast<int64_t>(i.replica_groups[0].size());
-}
+int64_t GroupSize(const Instruction& i) { return ReplicaGroupSizeOf(i); }
 
 Shape InferUnchecked(const Instruction& i, const Checker& c) {
   const Opcode op = i.opcode;
@@ -552,6 +560,31 @@ Shape InferUnchecked(const Instruction& i, const Checker& c) {
       std::vector<Shape> shapes;
       for (const Instruction* o : i.operands) shapes.push_back(o->shape);
       return Shape::Tuple(shapes);
+    }
+    case Opcode::kAutoToManual:
+    case Opcode::kManualToAuto: {
+      c.Operands(1);
+      const Shape& x = c.Op(0);
+      const bool enter = op == Opcode::kAutoToManual;
+      c.Require(!i.shape.is_tuple || enter, "result must be an array");
+      const Shape full = enter ? x : i.shape;
+      c.Require(i.tiling.has_value(), "needs tiling={...}");
+      const Sharding& t = *i.tiling;
+      c.Require(t.kind == Sharding::Kind::kTiled || t.kind == Sharding::Kind::kReplicated,
+                "tiling " + t.ToString() + " must be tiled or replicated");
+      const int64_t tile_rank = full.rank() + (t.last_tile_dim_replicate ? 1 : 0);
+      c.Require(t.kind != Sharding::Kind::kTiled ||
+                    static_cast<int64_t>(t.tile_dims.size()) == tile_rank,
+                "tiling " + t.ToString() + " has " + std::to_string(t.tile_dims.size()) +
+                    " tile dims, the full shape " + full.ToString() + " needs " +
+                    std::to_string(tile_rank));
+      for (int64_t d : t.tile_dims) c.Require(d >= 1, "tiling tile dims must be >= 1");
+      const Shape shard(full.dtype, t.ShardDims(full.dims));
+      if (enter) return shard;
+      c.Require(x == shard, "manual region shapes do not match: the operand is " + x.ToString() +
+                                ", but the shard of " + full.ToString() + " under " +
+                                t.ToString() + " is " + shard.ToString());
+      return i.shape;
     }
     case Opcode::kGetTupleElement: {
       c.Operands(1);

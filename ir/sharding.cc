@@ -1,5 +1,6 @@
 #include "ir/sharding.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "ir/error.h"
@@ -13,7 +14,7 @@ Sharding Sharding::Maximal(int64_t device) {
   return s;
 }
 
-Sharding Sharding::Tiled(std::vector<int64_t> tile_dims, std::vector<int64_t> devices,
+Sharding Sharding::Tiled(std::vector<int64_t> tile_dims, DeviceList devices,
                          bool last_tile_dim_replicate) {
   Sharding s;
   s.kind = Kind::kTiled;
@@ -21,6 +22,82 @@ Sharding Sharding::Tiled(std::vector<int64_t> tile_dims, std::vector<int64_t> de
   s.devices = std::move(devices);
   s.last_tile_dim_replicate = last_tile_dim_replicate;
   return s;
+}
+
+Sharding Sharding::TiledIota(std::vector<int64_t> tile_dims, bool last_tile_dim_replicate) {
+  int64_t n = 1;
+  for (int64_t t : tile_dims) n *= t;
+  return Tiled(std::move(tile_dims), DeviceList(IotaDevices::Range(n)), last_tile_dim_replicate);
+}
+
+int64_t DeviceList::PositionOf(int64_t device) const {
+  if (iota_) return iota_->PositionOf(device);
+  for (size_t k = 0; k < list_.size(); ++k) {
+    if (list_[k] == device) return static_cast<int64_t>(k);
+  }
+  return -1;
+}
+
+std::string DeviceList::ToString() const {
+  if (iota_) return "<=" + iota_->ToString();
+  std::string out;
+  for (size_t i = 0; i < list_.size(); ++i) {
+    if (i) out += ",";
+    out += std::to_string(list_[i]);
+  }
+  return out;
+}
+
+bool DeviceList::operator==(const DeviceList& o) const {
+  if (iota_ && o.iota_) return *iota_ == *o.iota_;
+  if (!iota_ && !o.iota_) return list_ == o.list_;
+  if (size() != o.size()) return false;
+  for (int64_t k = 0; k < size(); ++k) {
+    if ((*this)[k] != o[k]) return false;
+  }
+  return true;
+}
+
+bool DeviceList::operator<(const DeviceList& o) const {
+  if (iota_ && o.iota_ && *iota_ == *o.iota_) return false;
+  const int64_t n = std::min(size(), o.size());
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t a = (*this)[k], b = o[k];
+    if (a != b) return a < b;
+  }
+  return size() < o.size();
+}
+
+int64_t Sharding::DeviceAt(const std::vector<int64_t>& index) const {
+  int64_t linear = 0;
+  for (size_t d = 0; d < tile_dims.size(); ++d) linear = linear * tile_dims[d] + index.at(d);
+  if (linear < 0 || linear >= devices.size()) {
+    throw Error("sharding " + ToString() + ": no tile at that index");
+  }
+  return devices[linear];
+}
+
+std::vector<int64_t> Sharding::ShardDims(std::vector<int64_t> dims) const {
+  const size_t rank = dims.size();
+  if (kind != Kind::kTiled || tile_dims.size() != rank + (last_tile_dim_replicate ? 1 : 0)) {
+    return dims;
+  }
+  for (size_t d = 0; d < rank; ++d) {
+    if (tile_dims[d] >= 1) dims[d] = (dims[d] + tile_dims[d] - 1) / tile_dims[d];
+  }
+  return dims;
+}
+
+std::vector<int64_t> Sharding::TileIndexOf(int64_t device) const {
+  if (kind != Kind::kTiled) return {};
+  int64_t linear = devices.PositionOf(device);
+  if (linear < 0) return {};
+  std::vector<int64_t> index(tile_dims.size());
+  for (int64_t d = static_cast<int64_t>(tile_dims.size()) - 1; d >= 0; --d) {
+    index[d] = linear % tile_dims[d];
+    linear /= tile_dims[d];
+  }
+  return index;
 }
 
 std::string Sharding::ToString() const {
@@ -35,11 +112,7 @@ std::string Sharding::ToString() const {
     if (i) out += ",";
     out += std::to_string(tile_dims[i]);
   }
-  out += "]";
-  for (size_t i = 0; i < devices.size(); ++i) {
-    if (i) out += ",";
-    out += std::to_string(devices[i]);
-  }
+  out += "]" + devices.ToString();
   if (last_tile_dim_replicate) out += " last_tile_dim_replicate";
   return out + "}";
 }
@@ -65,8 +138,13 @@ class ShardingParser {
       s.tile_dims.push_back(Int());
       while (Consume(",")) s.tile_dims.push_back(Int());
       Expect("]");
-      s.devices.push_back(Int());
-      while (Consume(",")) s.devices.push_back(Int());
+      if (Consume("<=")) {
+        s.devices = DeviceList(Iota());
+      } else {
+        std::vector<int64_t> devices = {Int()};
+        while (Consume(",")) devices.push_back(Int());
+        s.devices = std::move(devices);
+      }
       SkipSpaces();
       if (Consume("last_tile_dim_replicate")) s.last_tile_dim_replicate = true;
     } else {
@@ -95,6 +173,25 @@ class ShardingParser {
   }
   void Expect(std::string_view tok) {
     if (!Consume(tok)) Fail("expected '" + std::string(tok) + "'");
+  }
+  // "[2,2]T(1,0)" or "[4]".
+  IotaDevices Iota() {
+    Expect("[");
+    std::vector<int64_t> dims = {Int()};
+    while (Consume(",")) dims.push_back(Int());
+    Expect("]");
+    std::vector<int64_t> perm(dims.size());
+    for (size_t k = 0; k < perm.size(); ++k) perm[k] = static_cast<int64_t>(k);
+    if (Consume("T(")) {
+      perm = {Int()};
+      while (Consume(",")) perm.push_back(Int());
+      Expect(")");
+    }
+    try {
+      return IotaDevices::Create(std::move(dims), std::move(perm));
+    } catch (const Error& e) {
+      Fail(e.what());
+    }
   }
   int64_t Int() {
     size_t start = pos_;

@@ -39,6 +39,7 @@ constexpr std::array<AttrInfo, kNumAttrs> kAttrs = {{
     {"trip_count", Presence::kRequired},
     {"body", Presence::kRequired},
     {"index", Presence::kRequired},
+    {"tiling", Presence::kRequired},
     {"sharding", Presence::kWhenSet},
     {"scope", Presence::kWhenSet},
 }};
@@ -58,6 +59,7 @@ constexpr A kReduceWindow[] = {A::kWindow, A::kKind};
 constexpr A kCumsum[] = {A::kDimensions, A::kExclusive};
 constexpr A kSort[] = {A::kDimensions, A::kDescending};
 constexpr A kTopK[] = {A::kK};
+constexpr A kTiling[] = {A::kTiling};
 constexpr A kAllReduce[] = {A::kReplicaGroups, A::kKind};
 constexpr A kAllGather[] = {A::kDimensions, A::kReplicaGroups};
 constexpr A kReduceScatter[] = {A::kDimensions, A::kReplicaGroups, A::kKind};
@@ -111,6 +113,8 @@ std::span<const Attr> OpcodeAttrs(Opcode op) {
     case Opcode::kCollectivePermute: return kPermute;
     case Opcode::kLoop: return kLoop;
     case Opcode::kGetTupleElement: return kGte;
+    case Opcode::kAutoToManual:
+    case Opcode::kManualToAuto: return kTiling;
     default:
       return {};
   }

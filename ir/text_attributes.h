@@ -40,6 +40,7 @@ enum class Attr : uint8_t {
   kTripCount,           // trip_count=3
   kBody,                // body=%body
   kIndex,               // index=0
+  kTiling,              // tiling={devices=[4,1]<=[4]}
   kSharding,            // sharding={devices=[2,1]0,1}
   kScope,               // scope="moe/gate"
 };

@@ -479,6 +479,43 @@ class Parser {
     return groups;
   }
 
+  // [G,S]<=[dims] or [G,S]<=[dims]T(perm): the iota form of ir/iota.h.
+  IotaReplicaGroupList IotaGroups() {
+    Loc loc = lex_.Here();
+    auto ints = [&](char close, const char* what) {
+      std::vector<int64_t> v = {lex_.Int()};
+      while (lex_.Consume(',')) v.push_back(lex_.Int());
+      lex_.Expect(close, what);
+      return v;
+    };
+    lex_.Expect('[', "to open replica_groups=[groups,size]<=[...]");
+    std::vector<int64_t> shape = ints(']', "to close replica_groups=[groups,size]");
+    if (shape.size() != 2) {
+      lex_.Fail(loc, "replica_groups=[groups,size]<=[...] needs two numbers in its first []");
+    }
+    if (!lex_.Consume("<=")) lex_.FailHere("expected '<=' after replica_groups=[groups,size]");
+    lex_.Expect('[', "to open the iota dims of replica_groups");
+    std::vector<int64_t> dims = ints(']', "to close the iota dims of replica_groups");
+    std::vector<int64_t> perm(dims.size());
+    for (size_t k = 0; k < perm.size(); ++k) perm[k] = static_cast<int64_t>(k);
+    if (lex_.Consume("T(")) perm = ints(')', "to close the transpose T(...)");
+    IotaReplicaGroupList g;
+    g.num_groups = shape[0];
+    g.group_size = shape[1];
+    try {
+      g.devices = IotaDevices::Create(std::move(dims), std::move(perm));
+    } catch (const Error& e) {
+      lex_.Fail(loc, std::string("bad replica_groups: ") + e.what());
+    }
+    if (g.num_groups * g.group_size != g.devices.size()) {
+      lex_.Fail(loc, "replica_groups=" + g.ToString() + ": " + std::to_string(g.num_groups) +
+                         " groups of " + std::to_string(g.group_size) + " need " +
+                         std::to_string(g.num_groups * g.group_size) +
+                         " partitions, the iota has " + std::to_string(g.devices.size()));
+    }
+    return g;
+  }
+
   void ParsePairs(Instruction& instr) {
     lex_.Expect('{', "to open source_target_pairs={{src,dst},...}");
     if (lex_.Consume('}')) return;
@@ -494,7 +531,9 @@ class Parser {
     lex_.Expect('}', "to close source_target_pairs");
   }
 
-  void ParseSharding(Instruction& instr) {
+  void ParseSharding(Instruction& instr) { instr.sharding = ShardingBlock(); }
+
+  Sharding ShardingBlock() {
     Loc loc = lex_.Here();
     std::string_view block = lex_.BraceBlock("sharding={...}");
     // Sharding::Parse reads the printed spelling exactly: drop whitespace next to punctuation
@@ -521,7 +560,7 @@ class Parser {
       if (!punct(prev) && !punct(next)) text.push_back(' ');
     }
     try {
-      instr.sharding = Sharding::Parse(text);
+      return Sharding::Parse(text);
     } catch (const Error& e) {
       lex_.Fail(loc, std::string("bad sharding: ") + e.what());
     }
@@ -565,7 +604,13 @@ class Parser {
       case Attr::kLow: instr.rng_low = lex_.Double(); break;
       case Attr::kHigh: instr.rng_high = lex_.Double(); break;
       case Attr::kGlobalDims: instr.rng_global_dims = IntList(); break;
-      case Attr::kReplicaGroups: instr.replica_groups = Groups(); break;
+      case Attr::kReplicaGroups:
+        if (lex_.Peek('[')) {
+          instr.iota_replica_groups = IotaGroups();
+        } else {
+          instr.replica_groups = Groups();
+        }
+        break;
       case Attr::kSourceTargetPairs: ParsePairs(instr); break;
       case Attr::kSplitDimension: instr.split_dimension = lex_.Int(); break;
       case Attr::kConcatDimension: instr.concat_dimension = lex_.Int(); break;
@@ -577,6 +622,7 @@ class Parser {
         break;
       }
       case Attr::kIndex: instr.tuple_index = lex_.Int(); break;
+      case Attr::kTiling: instr.tiling = ShardingBlock(); break;
       case Attr::kSharding: ParseSharding(instr); break;
       case Attr::kScope: instr.scope = lex_.QuotedString(); break;
     }

@@ -293,7 +293,13 @@ class InstructionPrinter {
       case Attr::kLow: AppendDouble(i.rng_low, &out_); break;
       case Attr::kHigh: AppendDouble(i.rng_high, &out_); break;
       case Attr::kGlobalDims: IntList(i.rng_global_dims); break;
-      case Attr::kReplicaGroups: Groups(i.replica_groups); break;
+      case Attr::kReplicaGroups:
+        if (i.iota_replica_groups) {
+          out_.append(i.iota_replica_groups->ToString());
+        } else {
+          Groups(i.replica_groups);
+        }
+        break;
       case Attr::kSourceTargetPairs: Pairs(i.source_target_pairs); break;
       case Attr::kSplitDimension: AppendInt(i.split_dimension, &out_); break;
       case Attr::kConcatDimension: AppendInt(i.concat_dimension, &out_); break;
@@ -303,6 +309,9 @@ class InstructionPrinter {
         AppendName(i.body ? std::string_view(i.body->name()) : std::string_view("<null>"), &out_);
         break;
       case Attr::kIndex: AppendInt(i.tuple_index, &out_); break;
+      case Attr::kTiling:
+        out_.append(i.tiling ? i.tiling->ToString() : std::string("{none}"));
+        break;
       case Attr::kSharding: out_.append(i.sharding->ToString()); break;
       case Attr::kScope: AppendQuoted(i.scope, &out_); break;
     }

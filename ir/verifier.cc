@@ -45,10 +45,11 @@ void CheckSharding(const Computation& c, const Instruction& i) {
     if (t < 1) Fail(c, &i, "sharding tile dims must be >= 1");
     count *= t;
   }
-  if (count != static_cast<int64_t>(s.devices.size())) {
+  if (count != s.devices.size()) {
     Fail(c, &i, "sharding " + s.ToString() + " lists " + std::to_string(s.devices.size()) +
                     " devices, tile dims need " + std::to_string(count));
   }
+  if (s.devices.is_iota()) return;  // a permutation of 0..N-1 by construction
   std::set<int64_t> seen;
   for (int64_t d : s.devices) {
     if (d < 0) Fail(c, &i, "sharding names negative device " + std::to_string(d));

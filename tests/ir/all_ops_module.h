@@ -143,6 +143,11 @@ inline std::unique_ptr<Module> BuildAllOpsModule() {
   b.ReduceScatter(x, 1, ReduceKind::kAdd, {{1, 0}});
   b.AllToAll(x, 1, 0, {{0, 1}});
   b.CollectivePermute(x, {{0, 1}, {1, 2}, {2, 0}});
+  b.AllReduce(x, ReduceKind::kAdd, IotaReplicaGroupList(2, 2, IotaDevices::Create({2, 2}, {1, 0})));
+
+  // A manual region over 2 devices, tiles of x in the iota form.
+  auto* shard = b.AutoToManual(x, Sharding::Tiled({2, 1}, DeviceList(IotaDevices::Range(2))));
+  b.ManualToAuto(b.Tanh(shard), Sharding::Tiled({2, 1}, {1, 0}), {4, 8});
 
   // Control: a loop, and a root that is not the last instruction.
   b.set_scope("");

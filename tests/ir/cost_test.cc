@@ -330,6 +330,7 @@ TEST_CASE("every opcode gets its unit, and unit totals add up to the total") {
       {Opcode::kAllReduce, Unit::kNetwork}, {Opcode::kAllGather, Unit::kNetwork},
       {Opcode::kReduceScatter, Unit::kNetwork}, {Opcode::kAllToAll, Unit::kNetwork},
       {Opcode::kCollectivePermute, Unit::kNetwork},
+      {Opcode::kAutoToManual, Unit::kNone}, {Opcode::kManualToAuto, Unit::kNone},
   };
   REQUIRE(static_cast<int>(expected.size()) == kNumOpcodes);
   auto m = testing::BuildAllOpsModule();

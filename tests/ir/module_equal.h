@@ -109,7 +109,8 @@ class ModuleDiffer {
     Field("sharding.kind", a->kind, b->kind);
     Field("sharding.device", a->device, b->device);
     Field("sharding.tile_dims", a->tile_dims, b->tile_dims);
-    Field("sharding.devices", a->devices, b->devices);
+    // The form too: an iota must stay an iota.
+    Field("sharding.devices", a->devices.ToString(), b->devices.ToString());
     Field("sharding.last_tile_dim_replicate", a->last_tile_dim_replicate,
           b->last_tile_dim_replicate);
   }
@@ -176,6 +177,9 @@ class ModuleDiffer {
     Field("rng_high", a.rng_high, b.rng_high);
     Field("rng_global_dims", a.rng_global_dims, b.rng_global_dims);
     Field("replica_groups", a.replica_groups, b.replica_groups);
+    Field("iota_replica_groups",
+          a.iota_replica_groups ? a.iota_replica_groups->ToString() : std::string("none"),
+          b.iota_replica_groups ? b.iota_replica_groups->ToString() : std::string("none"));
     Field("source_target_pairs", a.source_target_pairs, b.source_target_pairs);
     Field("split_dimension", a.split_dimension, b.split_dimension);
     Field("concat_dimension", a.concat_dimension, b.concat_dimension);

@@ -97,7 +97,8 @@ TEST_CASE("sharding text round trip") {
                            "{devices=[2,1,2]0,2,1,3 last_tile_dim_replicate}"}) {
     CHECK(Sharding::Parse(text).ToString() == text);
   }
-  CHECK(Sharding::Parse("{devices=[2,2]3,2,1,0}").devices == std::vector<int64_t>{3, 2, 1, 0});
+  CHECK(Sharding::Parse("{devices=[2,2]3,2,1,0}").devices.ToVector() ==
+        std::vector<int64_t>{3, 2, 1, 0});
   ExpectError([] { Sharding::Parse("{devices=[2]0,1"); }, "expected '}'");
   ExpectError([] { Sharding::Parse("{tiled}"); }, "expected replicated, maximal");
 }
