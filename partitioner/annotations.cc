@@ -1,6 +1,7 @@
 #include "partitioner/annotations.h"
 
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "ir/error.h"
@@ -24,13 +25,10 @@ std::string Describe(const Instruction& x) {
 
 // Checks that need no device count: shape rank, tile counts, repeats, negative ids.
 void CheckForm(const Instruction& x, const Sharding& s, const std::string& call) {
-  if (s.kind == Kind::kManual) {
-    Fail(x, call + ": {manual} needs AutoToManual/ManualToAuto, which the IR does not have yet");
-  }
   if (s.kind == Kind::kMaximal && s.device < 0) {
     Fail(x, call + ": maximal device " + std::to_string(s.device) + " is negative");
   }
-  if (s.kind != Kind::kTiled && s.kind != Kind::kReplicated && x.shape.is_tuple) {
+  if (s.kind == Kind::kMaximal && x.shape.is_tuple) {
     Fail(x, call + ": tuple-shaped " + x.shape.ToString() + " can only be {replicated}");
   }
   if (s.kind != Kind::kTiled) return;
@@ -53,11 +51,12 @@ void CheckForm(const Instruction& x, const Sharding& s, const std::string& call)
     }
     count *= s.tile_dims[d];
   }
-  if (count != static_cast<int64_t>(s.devices.size())) {
+  if (count != s.devices.size()) {
     Fail(x, call + ": tile dims " + ir::DimsToString(s.tile_dims) + " need " +
                 std::to_string(count) + " devices, " + std::to_string(s.devices.size()) +
                 " given");
   }
+  if (s.devices.is_iota()) return;  // 0..N-1 once each by construction
   std::unordered_set<int64_t> seen;
   for (int64_t dev : s.devices) {
     if (dev < 0) Fail(x, call + ": device " + std::to_string(dev) + " is negative");
@@ -69,12 +68,15 @@ void CheckForm(const Instruction& x, const Sharding& s, const std::string& call)
 
 Instruction* Set(Instruction* x, const Sharding& s, const std::string& call) {
   if (x == nullptr) throw Error(call + ": null instruction");
+  if (s.kind == Kind::kManual) {
+    Fail(*x, call + ": {manual} comes from AutoToManual, not from an annotation");
+  }
   CheckForm(*x, s, call);
   if (x->sharding && *x->sharding != s) {
     Fail(*x, call + ": contradictory annotations: already " + x->sharding->ToString() +
                 ", now " + s.ToString());
   }
-  x->sharding = s;
+  if (!x->sharding) x->sharding = s;  // a repeat keeps the first spelling (iota or list)
   return x;
 }
 
@@ -90,9 +92,7 @@ Instruction* Split(Instruction* x, int64_t dim, int64_t n) {
   if (n < 1) Fail(*x, call + ": n must be >= 1");
   std::vector<int64_t> tiles(x->shape.rank(), 1);
   tiles[dim] = n;
-  std::vector<int64_t> devices(n);
-  for (int64_t k = 0; k < n; ++k) devices[k] = k;
-  return Set(x, Sharding::Tiled(std::move(tiles), std::move(devices)), call);
+  return Set(x, Sharding::TiledIota(std::move(tiles)), call);
 }
 
 Instruction* Replicate(Instruction* x) { return Set(x, Sharding::Replicated(), "Replicate"); }
@@ -106,41 +106,134 @@ Instruction* Shard(Instruction* x, std::vector<int64_t> tile_dims, std::vector<i
 
 Instruction* Annotate(Instruction* x, const Sharding& s) { return Set(x, s, "Annotate"); }
 
+namespace {
+
+// The checks of ValidateShardings for one sharding (`what`: "sharding" or "tiling").
+void CheckOnMesh(const Instruction& x, const Sharding& s, const std::string& what,
+                 int64_t num_devices) {
+  const std::string mesh = " the mesh has " + std::to_string(num_devices) + " device(s)";
+  const std::string name = what + " " + s.ToString();
+  CheckForm(x, s, name);
+  if (s.kind == Kind::kMaximal && s.device >= num_devices) {
+    Fail(x, name + " names device " + std::to_string(s.device) + " but" + mesh);
+  }
+  if (s.kind != Kind::kTiled) return;
+  for (size_t d = 0; d < s.tile_dims.size(); ++d) {
+    if (s.tile_dims[d] > num_devices) {
+      const bool rep = s.last_tile_dim_replicate && d + 1 == s.tile_dims.size();
+      Fail(x, name + (rep ? " replicates " : " splits dim " + std::to_string(d) + " into ") +
+                  std::to_string(s.tile_dims[d]) + (rep ? " ways" : " parts") + " but" + mesh);
+    }
+  }
+  if (NumTiles(s) > num_devices) {
+    Fail(x, name + " needs " + std::to_string(NumTiles(s)) + " devices but" + mesh);
+  }
+  if (s.devices.is_iota()) {
+    const int64_t last = s.devices.size() - 1;
+    if (last >= num_devices) {
+      Fail(x, name + " names unknown device " + std::to_string(last) + ";" + mesh + " (0.." +
+                  std::to_string(num_devices - 1) + ")");
+    }
+    return;
+  }
+  for (int64_t dev : s.devices) {
+    if (dev >= num_devices) {
+      Fail(x, name + " names unknown device " + std::to_string(dev) + ";" + mesh + " (0.." +
+                  std::to_string(num_devices - 1) + ")");
+    }
+  }
+}
+
+}  // namespace
+
+Instruction* AutoToManual(ir::Builder& b, Instruction* x, const Sharding& tiling) {
+  if (x == nullptr) throw Error("AutoToManual: null instruction");
+  CheckForm(*x, tiling, "AutoToManual tiling " + tiling.ToString());
+  return b.AutoToManual(x, tiling);
+}
+
+Instruction* ManualToAuto(ir::Builder& b, Instruction* y, const Sharding& tiling,
+                          std::vector<int64_t> full_dims) {
+  if (y == nullptr) throw Error("ManualToAuto: null instruction");
+  return b.ManualToAuto(y, tiling, std::move(full_dims));
+}
+
+std::unordered_set<const Instruction*> ManualRegion(const ir::Module& module) {
+  std::unordered_set<const Instruction*> region;
+  std::unordered_set<const ir::Computation*> manual_bodies;
+  // Until nothing changes: a body whose loop turns out manual is marked on a later pass.
+  for (size_t before = 1; before != region.size() + manual_bodies.size();) {
+    before = region.size() + manual_bodies.size();
+    for (const auto& comp : module.computations()) {
+      const bool whole = manual_bodies.count(comp.get()) > 0;
+      for (const auto& owned : comp->instructions()) {
+        const Instruction* x = owned.get();
+        bool manual = whole || x->opcode == ir::Opcode::kAutoToManual;
+        if (x->opcode != ir::Opcode::kManualToAuto) {
+          for (const Instruction* o : x->operands) manual = manual || region.count(o) > 0;
+        }
+        if (!manual) continue;
+        region.insert(x);
+        if (x->opcode == ir::Opcode::kLoop && x->body) manual_bodies.insert(x->body);
+      }
+    }
+  }
+  // Values only the region reads (its partition-id arithmetic, constants) are per-partition
+  // code too; an auto-to-manual's operand and parameters stay outside.
+  std::unordered_map<const Instruction*, std::vector<const Instruction*>> users;
+  for (const auto& comp : module.computations()) {
+    for (const auto& owned : comp->instructions()) {
+      for (const Instruction* o : owned->operands) users[o].push_back(owned.get());
+    }
+  }
+  for (const auto& comp : module.computations()) {
+    const auto& instrs = comp->instructions();
+    for (size_t n = instrs.size(); n-- > 0;) {
+      const Instruction* x = instrs[n].get();
+      if (region.count(x) || x->opcode == ir::Opcode::kParameter || x == comp->root()) continue;
+      auto it = users.find(x);
+      if (it == users.end()) continue;
+      bool inside = true;
+      for (const Instruction* u : it->second) {
+        inside = inside && region.count(u) && u->opcode != ir::Opcode::kAutoToManual;
+      }
+      if (inside) region.insert(x);
+    }
+  }
+  return region;
+}
+
 void ValidateShardings(const ir::Module& module, int64_t num_devices) {
   if (num_devices < 1) {
     throw Error("module '" + module.name() + "': the mesh must have >= 1 device, got " +
                 std::to_string(num_devices));
   }
-  const std::string mesh = " the mesh has " + std::to_string(num_devices) + " device(s)";
+  const std::unordered_set<const Instruction*> region = ManualRegion(module);
   for (const auto& comp : module.computations()) {
     for (const auto& owned : comp->instructions()) {
       const Instruction& x = *owned;
+      const bool manual = region.count(&x) > 0;
+      if (x.tiling) {
+        CheckOnMesh(x, *x.tiling, "tiling", num_devices);
+        if (x.tiling->kind == Kind::kTiled && x.tiling->NumDevices() != num_devices) {
+          Fail(x, "a manual region's tiling must span every device: " + x.tiling->ToString() +
+                      " spans " + std::to_string(x.tiling->NumDevices()) + ", the mesh has " +
+                      std::to_string(num_devices));
+        }
+      }
       if (!x.sharding) continue;
       const Sharding& s = *x.sharding;
-      CheckForm(x, s, "sharding " + s.ToString());
-      if (s.kind == Kind::kMaximal && s.device >= num_devices) {
-        Fail(x, "sharding " + s.ToString() + " names device " + std::to_string(s.device) +
-                    " but" + mesh);
-      }
-      if (s.kind != Kind::kTiled) continue;
-      for (size_t d = 0; d < s.tile_dims.size(); ++d) {
-        if (s.tile_dims[d] > num_devices) {
-          const bool rep = s.last_tile_dim_replicate && d + 1 == s.tile_dims.size();
-          Fail(x, "sharding " + s.ToString() + (rep ? " replicates " : " splits dim " +
-                  std::to_string(d) + " into ") + std::to_string(s.tile_dims[d]) +
-                  (rep ? " ways" : " parts") + " but" + mesh);
+      if (s.kind == Kind::kManual) {
+        if (!manual) {
+          Fail(x, "{manual} outside a manual region (manual values come from auto-to-manual)");
         }
+        continue;
       }
-      if (NumTiles(s) > num_devices) {
-        Fail(x, "sharding " + s.ToString() + " needs " + std::to_string(NumTiles(s)) +
-                    " devices but" + mesh);
+      if (manual) {
+        Fail(x, "contradictory annotations: in a manual region (computed from an "
+                "auto-to-manual) but sharded " + s.ToString());
       }
-      for (int64_t dev : s.devices) {
-        if (dev >= num_devices) {
-          Fail(x, "sharding " + s.ToString() + " names unknown device " + std::to_string(dev) +
-                      ";" + mesh + " (0.." + std::to_string(num_devices - 1) + ")");
-        }
-      }
+      CheckOnMesh(x, s, "sharding", num_devices);
     }
   }
 }

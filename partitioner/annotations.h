@@ -12,11 +12,21 @@
 // not exist, more parts than devices) are ValidateShardings', which PropagateShardings runs
 // first.
 //
-// Manual partitioning (AutoToManual / ManualToAuto, paper 3.2) needs ops the IR does not have
-// yet; a {manual} sharding is rejected by ValidateShardings until then.
+// Manual partitioning (paper 3.2): AutoToManual / ManualToAuto bracket per-partition code that
+// the partitioner leaves as written (ir/instruction.h has the ops' semantics):
+//
+//   auto* local = AutoToManual(b, x, Sharding::TiledIota({4, 1}));    // x's shard: [G/4, M]
+//   auto* y = ... per-partition code on local, collectives allowed ...
+//   auto* out = ManualToAuto(b, y, Sharding::TiledIota({4, 1}), {G, M});
+//
+// Every instruction computed from an auto-to-manual result (up to a manual-to-auto) is in the
+// manual region and gets {manual}; auto values it reads are made whole (replicated) first.
 
 #include <cstdint>
+#include <unordered_set>
 #include <vector>
+
+#include "ir/builder.h"
 
 #include "ir/instruction.h"
 #include "ir/module.h"
@@ -41,11 +51,24 @@ ir::Instruction* Shard(ir::Instruction* x, std::vector<int64_t> tile_dims,
 // Sets x's sharding to `s` after the same checks as Shard (any kind but manual).
 ir::Instruction* Annotate(ir::Instruction* x, const ir::Sharding& s);
 
+// Enters a manual region: x's shard under `tiling` (tiled over all devices, or replicated).
+ir::Instruction* AutoToManual(ir::Builder& b, ir::Instruction* x, const ir::Sharding& tiling);
+// Leaves it: the tensor of `full_dims` tiled by the per-partition values `y`.
+ir::Instruction* ManualToAuto(ir::Builder& b, ir::Instruction* y, const ir::Sharding& tiling,
+                              std::vector<int64_t> full_dims);
+
+// The instructions of the module's manual regions: auto-to-manual results and everything
+// computed from them up to (not including) manual-to-auto, with the whole body of a loop that
+// carries a manual value, plus the values only the region reads (e.g. its partition-id
+// arithmetic; outside a region partition-id is 0, the program being written for one device).
+std::unordered_set<const ir::Instruction*> ManualRegion(const ir::Module& module);
+
 // Checks every sharding in the module against a mesh of `num_devices` devices (>= 1), before
 // anything else runs: tile rank matches the shape; tile dims >= 1 and their product equals the
 // device count listed; no dim (and no sharding) split into more parts than devices; devices
 // unique and in [0, num_devices); maximal names an existing device; tuple-shaped instructions
-// carry only {replicated}; no {manual} (not supported yet). Throws podsim::Error naming the
+// carry only {replicated} (or {manual}); {manual} only inside a manual region, and nothing else
+// there; a manual region's tilings span exactly the mesh. Throws podsim::Error naming the
 // computation and instruction.
 void ValidateShardings(const ir::Module& module, int64_t num_devices);
 void ValidateShardings(const ir::Module& module, const DeviceMesh& mesh);

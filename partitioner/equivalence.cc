@@ -106,6 +106,17 @@ int64_t ReductionsFeeding(const Instruction* root) {
   return n;
 }
 
+// The unpartitioned result. A module with a manual region is per-partition code there: it runs
+// on every partition in lockstep, each with the whole arguments (the results then agree).
+Literal Reference(const ir::Module& global, const std::vector<Literal>& args, int64_t n) {
+  bool manual = false;
+  for (const auto& c : global.computations()) {
+    for (const auto& i : c->instructions()) manual = manual || i->opcode == Opcode::kAutoToManual;
+  }
+  if (!manual) return ir::Interpret(global, args);
+  return ir::InterpretSpmd(global, std::vector<std::vector<Literal>>(n, args), n)[0];
+}
+
 }  // namespace
 
 bool EquivalenceReport::ok() const {
@@ -152,7 +163,7 @@ Literal Reassemble(const std::vector<Literal>& shards, const ir::Sharding& shard
 EquivalenceReport CompareSpmd(const ir::Module& global, const PartitionResult& spmd,
                               const std::vector<Literal>& args, const EquivalenceOptions& options) {
   const int64_t n = spmd.num_partitions;
-  const Literal expected = ir::Interpret(global, args);
+  const Literal expected = Reference(global, args, n);
   std::vector<std::vector<Literal>> shard_args(n);
   if (args.size() != spmd.parameter_shardings.size()) {
     throw Error("CompareSpmd: " + std::to_string(args.size()) + " arguments for " +

@@ -65,7 +65,9 @@ ir::Literal ShardOf(const ir::Literal& value, const ir::Sharding& sharding, int6
 ir::Literal Reassemble(const std::vector<ir::Literal>& shards, const ir::Sharding& sharding,
                        const ir::Shape& global);
 
-// Compares `spmd` (PartitionSpmd of `global`) against `global` on `args` (global arguments).
+// Compares `spmd` (PartitionSpmd of `global`) against `global` on `args` (global arguments). A
+// module with a manual region is its own reference only on all partitions: it then runs in the
+// interpreter's lockstep mode with the whole arguments on every partition.
 EquivalenceReport CompareSpmd(const ir::Module& global, const PartitionResult& spmd,
                               const std::vector<ir::Literal>& args,
                               const EquivalenceOptions& options = {});

@@ -1,10 +1,12 @@
-// SPMD handler for ops that work along some dims and pass the others through unchanged: slice,
-// pad, concatenate, reverse, dynamic-slice, dynamic-update-slice, gather, cumsum, sort, argmax,
-// top-k, convolution and reduce-window. Pass-through dims keep any split (each partition runs
-// the op on its tile, with the op's attributes narrowed to the tile); the dims the op works
-// along are made whole first. That is the correct fallback for splits along the worked dims,
-// and it is logged as "fallback" in the provenance: halo exchange (convolution, reduce-window,
-// pad, slice), sharded cumsum / sort / top-k / argmax / gather axis are not implemented yet.
+// SPMD handler for ops that work along some dims and pass the others through unchanged:
+// concatenate, reverse, dynamic-slice, dynamic-update-slice and sort; also gather, cumsum,
+// argmax and top-k when the dims they work along are not split, or as their fallback
+// (handlers_scan.cc). Pass-through dims keep any split (each partition runs the op on its tile,
+// with the op's attributes narrowed to the tile); the dims the op works along are made whole
+// first. For a split worked-on dim that is correct but moves the whole dim, and it is logged as
+// "fallback" in the provenance (sort along a split dim, top-k whose k covers a whole tile,
+// concatenate / reverse / dynamic-(update-)slice along a split dim). Convolution,
+// reduce-window, pad and slice are windowed ops (handlers_window.cc, halo exchange).
 
 #include <algorithm>
 #include <memory>
@@ -22,11 +24,6 @@ using ir::Shape;
 
 namespace {
 
-bool TrivialWindow(const ir::WindowDim& w) {
-  return w.size == 1 && w.stride == 1 && w.pad_low == 0 && w.pad_high == 0 &&
-         w.base_dilation == 1 && w.window_dilation == 1;
-}
-
 // For each operand, the output dim each of its dims passes through to (-1: worked on).
 std::vector<std::vector<int64_t>> PassThrough(const Instruction& i) {
   std::vector<std::vector<int64_t>> pass;
@@ -37,15 +34,6 @@ std::vector<std::vector<int64_t>> PassThrough(const Instruction& i) {
     for (int64_t d = 0; d < i.operands[k]->shape.rank(); ++d) pass[k][d] = worked(d) ? -1 : d;
   };
   switch (i.opcode) {
-    case Opcode::kSlice:
-      identity_except(0, [&](int64_t d) {
-        return !(i.slice_starts[d] == 0 && i.slice_limits[d] == x.dims[d] &&
-                 i.slice_strides[d] == 1);
-      });
-      break;
-    case Opcode::kPad:
-      identity_except(0, [&](int64_t d) { return !(i.padding[d] == ir::PadDim{}); });
-      break;
     case Opcode::kConcatenate:
       for (size_t k = 0; k < i.operands.size(); ++k) {
         identity_except(k, [&](int64_t d) { return d == i.dimensions[0]; });
@@ -85,21 +73,6 @@ std::vector<std::vector<int64_t>> PassThrough(const Instruction& i) {
     case Opcode::kTopK:
       identity_except(0, [&](int64_t d) { return d == r - 1; });
       break;
-    case Opcode::kReduceWindow:
-      identity_except(0, [&](int64_t d) { return !TrivialWindow(i.window[d]); });
-      break;
-    case Opcode::kConvolution: {
-      const ir::ConvDims& c = i.conv;
-      pass[0][c.input_batch] = c.output_batch;
-      if (i.feature_group_count == 1) pass[1][c.kernel_output_feature] = c.output_feature;
-      for (size_t s = 0; s < c.input_spatial.size(); ++s) {
-        const Shape& k = i.operands[1]->shape;
-        if (TrivialWindow(i.window[s]) && k.dims[c.kernel_spatial[s]] == 1) {
-          pass[0][c.input_spatial[s]] = c.output_spatial[s];
-        }
-      }
-      break;
-    }
     default:
       throw Error("internal: %" + i.name + " is not a dim-wise op");
   }
@@ -178,11 +151,6 @@ PartitionedValue SpmdVisitor::HandleDimWise(const Instruction& i) {
   std::unique_ptr<Instruction> li = std::make_unique<Instruction>(i);
   const Shape& x_local = local_shapes[0];
   switch (i.opcode) {
-    case Opcode::kSlice:
-      for (int64_t d = 0; d < x_local.rank(); ++d) {
-        if (pass[0][d] >= 0) li->slice_limits[d] = x_local.dims[d];
-      }
-      break;
     case Opcode::kDynamicSlice:
       for (int64_t d = 0; d < x_local.rank(); ++d) {
         if (pass[0][d] < 0) continue;

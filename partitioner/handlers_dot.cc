@@ -77,15 +77,7 @@ DotSpace MakeSpace(const Instruction& i) {
 // A space layout whose dim s takes the tiling of picks[s] = (layout, tensor dim), or none.
 std::optional<TileLayout> BuildSpace(
     const std::vector<std::pair<const TileLayout*, int64_t>>& picks, int64_t num_devices) {
-  std::vector<int64_t> tiles;
-  for (const auto& [l, d] : picks) tiles.push_back(l ? l->tiles(d) : 1);
-  std::vector<int64_t> coords;
-  coords.reserve(num_devices * picks.size());
-  for (int64_t p = 0; p < num_devices; ++p) {
-    for (const auto& [l, d] : picks) coords.push_back(l ? l->Coord(p, d) : 0);
-  }
-  return TileLayout::FromCoords(num_devices, std::move(tiles), 1, ir::ReduceKind::kAdd,
-                                std::move(coords), {});
+  return TileLayout::FromPicks(picks, num_devices);
 }
 
 // Inverse of a space map: space dim -> tensor dim (-1 when the tensor lacks it).
@@ -211,9 +203,7 @@ ShardedValue SpmdVisitor::HandleDot(const Instruction& i) {
   Instruction* pl = bb.Parameter(1, l.local->shape, "lhs");
   Instruction* pr = bb.Parameter(2, r.local->shape, "rhs");
   Instruction* acc = bb.Parameter(3, acc_shape, "accumulator");
-  std::vector<int64_t> position(n);
-  for (int64_t p = 0; p < n; ++p) position[p] = rot.layout.Coord(p, d);
-  Instruction* j = bb.Add(body_sb.PerPartition(position), it);
+  Instruction* j = bb.Add(body_sb.TileCoord(rot.layout, d), it);
   Instruction* kk = body_sb.S32(k);
   j = bb.Sub(j, bb.Mul(bb.Div(j, kk), kk));  // (q + it) mod k; both are >= 0
   std::vector<Instruction*> starts(acc_shape.rank(), body_sb.S32(0));

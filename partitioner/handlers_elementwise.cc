@@ -1,5 +1,5 @@
 // SPMD handlers for leaves (parameter, constant, iota, partition-id, random-uniform),
-// elementwise ops, broadcast, transpose, reshape and tuples.
+// elementwise ops, broadcast, transpose and tuples (reshape: handlers_reshape.cc).
 
 #include <algorithm>
 #include <limits>
@@ -116,81 +116,6 @@ ShardedValue SpmdVisitor::HandleTranspose(const Instruction& i) {
   const double via_operand = costs.Cost(i.shape, from_operand, declared);
   const TileLayout& layout = via_operand < via_declared ? from_operand : declared;
   Instruction* x = OperandAs(i, 0, layout.Projected(to_operand)).local;
-  return ShardedValue{CloneLocal(i, {x}, layout.ShardShape(i.shape)), i.shape, layout};
-}
-
-namespace {
-
-// Minimal groups of operand dims and output dims of a reshape with equal element counts, in
-// order. Size-1 dims not needed to balance a group form groups of their own.
-std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> ReshapeGroups(
-    const std::vector<int64_t>& in, const std::vector<int64_t>& out) {
-  std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> groups;
-  const int64_t ni = static_cast<int64_t>(in.size()), no = static_cast<int64_t>(out.size());
-  int64_t a = 0, c = 0;
-  while (a < ni || c < no) {
-    if (a < ni && in[a] == 1 && (c >= no || out[c] != 1)) {
-      groups.push_back({{a++}, {}});
-      continue;
-    }
-    if (c < no && out[c] == 1 && (a >= ni || in[a] != 1)) {
-      groups.push_back({{}, {c++}});
-      continue;
-    }
-    std::vector<int64_t> gi = {a}, go = {c};
-    int64_t pi = in[a++], po = out[c++];
-    while (pi != po) {
-      if (pi < po) {
-        gi.push_back(a);
-        pi *= in[a++];
-      } else {
-        go.push_back(c);
-        po *= out[c++];
-      }
-    }
-    groups.push_back({gi, go});
-  }
-  return groups;
-}
-
-}  // namespace
-
-ShardedValue SpmdVisitor::HandleReshape(const Instruction& i) {
-  // A group of dims keeps its split when only its major-most output dim is split k ways and k
-  // divides the major-most dim on both sides: each shard is then one contiguous block of the
-  // group. Any other split group is computed whole and sliced after (a fallback; reshapes
-  // that move data across shards need a halo exchange, not done yet).
-  const TileLayout declared = Declared(i);
-  const Shape& in = i.operands[0]->shape;
-  TileLayout layout = declared;
-  std::vector<int64_t> dim_map(in.rank(), -1);
-  bool fallback = false;
-  if (in.NumElements() == 0) {
-    layout = TileLayout::Replicated(i.shape.rank(), num_partitions());
-  } else {
-    for (const auto& [gi, go] : ReshapeGroups(in.dims, i.shape.dims)) {
-      bool split = false, ok = !gi.empty() && !go.empty();
-      for (size_t n = 0; n < go.size(); ++n) {
-        if (layout.tiles(go[n]) == 1) continue;
-        split = true;
-        if (n != 0) ok = false;
-      }
-      if (!split) continue;
-      const int64_t k = layout.tiles(go[0]);
-      ok = ok && i.shape.dims[go[0]] % k == 0 && in.dims[gi[0]] % k == 0;
-      if (ok) {
-        dim_map[gi[0]] = go[0];
-      } else {
-        fallback = true;
-        for (int64_t d : go) {
-          if (layout.tiles(d) > 1) layout = layout.Gathered(d);
-        }
-      }
-    }
-  }
-  Instruction* x = OperandAs(i, 0, layout.Projected(dim_map),
-                             fallback ? "fallback: reshape that moves data across shards" : "")
-                       .local;
   return ShardedValue{CloneLocal(i, {x}, layout.ShardShape(i.shape)), i.shape, layout};
 }
 

@@ -125,6 +125,12 @@ class Propagator {
   };
 
   void Index() {
+    // Manual regions are left alone: {manual}, fixed.
+    for (const Instruction* x : ManualRegion(module_)) {
+      Instruction* mx = const_cast<Instruction*>(x);
+      if (!mx->sharding) mx->sharding = Sharding::Manual();
+      fixed_.insert(x);
+    }
     for (const auto& comp : module_.computations()) {
       for (const auto& owned : comp->instructions()) {
         Instruction* x = owned.get();
@@ -201,6 +207,10 @@ class Propagator {
       }
       return out;
     }
+    if (x.opcode == Opcode::kManualToAuto && x.tiling) {  // a manual region's result
+      out.push_back({*x.tiling, Source::kForward, 0});
+      return out;
+    }
     if (x.opcode == Opcode::kParameter && x.parameter_number > 0) {
       // A loop-carried value: from each loop's operand, then (back edge) the body root.
       auto it = loops_of_body_.find(x.parent);
@@ -255,6 +265,11 @@ class Propagator {
     if (users != users_.end()) {
       for (const Use& u : users->second) {
         const Instruction& user = *u.user;
+        if (user.opcode == Opcode::kAutoToManual && user.tiling) {  // a manual region's input
+          demands.push_back(*user.tiling);
+          continue;
+        }
+        if (user.sharding && user.sharding->kind == Kind::kManual) continue;
         switch (user.opcode) {
           case Opcode::kTuple:
             ElementDemands(user, u.operand, &demands);

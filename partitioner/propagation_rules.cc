@@ -75,8 +75,8 @@ class LinkVisitor {
       case Opcode::kAllToAll:
         return IdentityExcept(OperandRank(), {i_.split_dimension, i_.concat_dimension});
       // Leaves (rng offsets are scalars) and tuple plumbing (propagation.cc).
-      // Hook: AutoToManual / ManualToAuto, once the IR has them, are boundaries here: the
-      // manual side neither gives nor takes shardings.
+      // auto-to-manual / manual-to-auto are boundaries: the manual side neither gives nor
+      // takes shardings; their tilings are candidates in propagation.cc.
       default: return Uninformative();
     }
   }

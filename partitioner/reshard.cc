@@ -45,17 +45,77 @@ std::pair<int64_t, int64_t> ValidRange(const Shape& g, const TileLayout& l, int6
   return {start, std::max(start, end)};
 }
 
+// Dim d of a local slice from `from` to `to`: whether every partition's `to` tile (its real
+// part) lies inside its `from` tile, and if so the extent the `from` shard must be padded to so
+// that every real `to` tile can be cut at offset (to start - from start). Partition by
+// partition (O(D)).
+std::optional<int64_t> SliceDimByPartition(const Shape& g, const TileLayout& from,
+                                           const TileLayout& to, int64_t d) {
+  int64_t need = ShardExtent(g.dims[d], to.tiles(d));
+  for (int64_t p = 0; p < from.num_devices(); ++p) {
+    auto [ts, te] = ValidRange(g, to, p, d);
+    if (ts == te) continue;
+    const int64_t fs = from.ShardStart(g, p, d);
+    const int64_t fe = fs + ShardExtent(g.dims[d], from.tiles(d));
+    if (ts < fs || te > fe) return std::nullopt;
+    need = std::max(need, ts - fs + ShardExtent(g.dims[d], to.tiles(d)));
+  }
+  return need;
+}
+
+// The same from the compact layouts' digits, without visiting partitions: the from tile's digits
+// must be among the to tile's (else a to tile would need two from tiles); when they are its
+// major digits (from coordinate = to coordinate / k) the answer is arithmetic, otherwise the
+// real to tiles are visited (at most G of them) until one does not fit.
+std::optional<int64_t> SliceDim(const Shape& g, const TileLayout& from, const TileLayout& to,
+                                int64_t d) {
+  if (!from.compact() || !to.compact()) return SliceDimByPartition(g, from, to, d);
+  const int64_t n = from.num_devices(), extent = g.dims[d];
+  const int64_t tt = to.tiles(d), tf = from.tiles(d);
+  const int64_t et = ShardExtent(extent, tt), ef = ShardExtent(extent, tf);
+  if (extent == 0) return et;
+  auto atoms = ir::RefineModes({from.Modes(d), to.Modes(d)}, n);
+  if (!atoms) return SliceDimByPartition(g, from, to, d);
+  const std::vector<ir::StridedMode>& fa = (*atoms)[0];
+  const std::vector<ir::StridedMode>& ta = (*atoms)[1];
+  std::vector<int64_t> where(fa.size());  // position of each from digit among the to digits
+  for (size_t k = 0; k < fa.size(); ++k) {
+    auto it = std::find(ta.begin(), ta.end(), fa[k]);
+    if (it == ta.end()) return std::nullopt;
+    where[k] = it - ta.begin();
+  }
+  const int64_t last = std::min(tt, (extent + et - 1) / et) - 1;  // last real to tile
+  bool prefix = true;
+  for (size_t k = 0; k < where.size(); ++k) prefix = prefix && where[k] == static_cast<int64_t>(k);
+  if (prefix) {
+    const int64_t k = tt / tf;
+    if (k * et != ef && ef < extent) return std::nullopt;
+    auto offset = [&](int64_t t) { return t * et - (t / k) * ef; };
+    int64_t need = std::max(et, offset(last) + et);
+    if (last / k >= 1) need = std::max(need, offset((last / k) * k - 1) + et);
+    return need;
+  }
+  int64_t need = et;
+  std::vector<int64_t> digit(ta.size());
+  for (int64_t t = 0; t <= last; ++t) {
+    for (int64_t j = static_cast<int64_t>(ta.size()) - 1, rest = t; j >= 0; --j) {
+      digit[j] = rest % ta[j].size;
+      rest /= ta[j].size;
+    }
+    int64_t f = 0;
+    for (size_t k = 0; k < fa.size(); ++k) f = f * fa[k].size + digit[where[k]];
+    const int64_t ts = t * et, te = std::min(ts + et, extent), fs = f * ef;
+    if (ts < fs || te > fs + ef) return std::nullopt;
+    need = std::max(need, ts - fs + et);
+  }
+  return need;
+}
+
 // Every partition's `to` tile (its real part) lies inside its `from` tile.
 bool CanLocalSlice(const Shape& g, const TileLayout& from, const TileLayout& to) {
   if (from.partial() != 1 || to.partial() != 1) return false;
-  for (int64_t p = 0; p < from.num_devices(); ++p) {
-    for (int64_t d = 0; d < g.rank(); ++d) {
-      auto [ts, te] = ValidRange(g, to, p, d);
-      if (ts == te) continue;
-      const int64_t fs = from.ShardStart(g, p, d);
-      const int64_t fe = fs + ShardExtent(g.dims[d], from.tiles(d));
-      if (ts < fs || te > fe) return false;
-    }
+  for (int64_t d = 0; d < g.rank(); ++d) {
+    if (!SliceDim(g, from, to, d)) return false;
   }
   return true;
 }
@@ -233,7 +293,9 @@ class Emitter {
         return LocalSlice(x, cur, s.result);
       case StepKind::kAllGather: {
         const int64_t d = s.dim;
-        Instruction* y = Log(b_.AllGather(x, d, cur.GroupsAlong(d)));
+        auto iota = cur.IotaGroupsAlong(d);
+        Instruction* y =
+            Log(iota ? b_.AllGather(x, d, *iota) : b_.AllGather(x, d, cur.GroupsAlong(d)));
         std::vector<int64_t> extents = y->shape.dims;
         extents[d] = g_.dims[d];
         return sb_.SliceLeading(y, extents);
@@ -243,7 +305,9 @@ class Emitter {
         std::vector<int64_t> high(g_.rank(), 0);
         high[b] = k * ShardExtent(g_.dims[b], k) - x->shape.dims[b];
         x = sb_.PadHigh(x, high);
-        Instruction* y = Log(b_.AllToAll(x, b, a, cur.GroupsAlong(a)));
+        auto iota = cur.IotaGroupsAlong(a);
+        Instruction* y = Log(iota ? b_.AllToAll(x, b, a, *iota)
+                                  : b_.AllToAll(x, b, a, cur.GroupsAlong(a)));
         std::vector<int64_t> extents = y->shape.dims;
         extents[a] = g_.dims[a];
         return sb_.SliceLeading(y, extents);
@@ -255,15 +319,21 @@ class Emitter {
         if (!moves) return x;
         return Log(b_.CollectivePermute(x, std::move(pairs)));
       }
-      case StepKind::kAllReduce:
-        return Log(b_.AllReduce(x, cur.partial_kind(), cur.GroupsAlong(TileLayout::kPartialAxis)));
+      case StepKind::kAllReduce: {
+        auto iota = cur.IotaGroupsAlong(TileLayout::kPartialAxis);
+        return Log(iota ? b_.AllReduce(x, cur.partial_kind(), *iota)
+                        : b_.AllReduce(x, cur.partial_kind(),
+                                       cur.GroupsAlong(TileLayout::kPartialAxis)));
+      }
       case StepKind::kReduceScatter: {
         const int64_t d = s.dim, k = cur.partial();
         std::vector<int64_t> high(g_.rank(), 0);
         if (cur.tiles(d) == 1) high[d] = k * ShardExtent(g_.dims[d], k) - x->shape.dims[d];
         x = sb_.PadHigh(x, high);
-        return Log(
-            b_.ReduceScatter(x, d, cur.partial_kind(), cur.GroupsAlong(TileLayout::kPartialAxis)));
+        auto iota = cur.IotaGroupsAlong(TileLayout::kPartialAxis);
+        return Log(iota ? b_.ReduceScatter(x, d, cur.partial_kind(), *iota)
+                        : b_.ReduceScatter(x, d, cur.partial_kind(),
+                                           cur.GroupsAlong(TileLayout::kPartialAxis)));
       }
     }
     return x;
@@ -274,24 +344,46 @@ class Emitter {
     const int64_t n = cur.num_devices(), r = g_.rank();
     const Shape want = to.ShardShape(g_);
     std::vector<int64_t> high(r, 0);
-    std::vector<std::vector<int64_t>> offsets(r, std::vector<int64_t>(n, 0));
+    std::vector<bool> moves(r, false);  // some partition's offset may be nonzero
     bool slices = false;
     for (int64_t d = 0; d < r; ++d) {
-      int64_t need = want.dims[d];
-      for (int64_t p = 0; p < n; ++p) {
-        auto [ts, te] = ValidRange(g_, to, p, d);
-        if (ts == te) continue;
-        offsets[d][p] = ts - cur.ShardStart(g_, p, d);
-        need = std::max(need, offsets[d][p] + want.dims[d]);
-        slices = slices || offsets[d][p] != 0;
+      std::optional<int64_t> need = SliceDim(g_, cur, to, d);
+      if (!need) {
+        throw Error("internal: local slice from " + cur.ToString() + " to " + to.ToString());
       }
-      high[d] = std::max<int64_t>(0, need - x->shape.dims[d]);
-      slices = slices || want.dims[d] != x->shape.dims[d];
+      high[d] = std::max<int64_t>(0, *need - x->shape.dims[d]);
+      if (cur.compact() && to.compact()) {
+        moves[d] = to.tiles(d) > 1 && !(cur.tiles(d) == to.tiles(d) &&
+                                        ir::CanonicalModes(cur.Modes(d)) ==
+                                            ir::CanonicalModes(to.Modes(d)));
+      } else {
+        for (int64_t p = 0; p < n && !moves[d]; ++p) {
+          auto [ts, te] = ValidRange(g_, to, p, d);
+          moves[d] = ts != te && ts != cur.ShardStart(g_, p, d);
+        }
+      }
+      slices = slices || moves[d] || want.dims[d] != x->shape.dims[d];
     }
     if (!slices) return x;
     x = sb_.PadHigh(x, high);
     std::vector<Instruction*> starts;
-    for (int64_t d = 0; d < r; ++d) starts.push_back(sb_.PerPartition(offsets[d]));
+    for (int64_t d = 0; d < r; ++d) {
+      if (!moves[d]) {
+        starts.push_back(sb_.S32(0));
+      } else if (cur.compact() && to.compact()) {
+        // to start - from start; an empty to tile may get any offset (dynamic-slice clamps it
+        // into the buffer, and it reads only padding).
+        Instruction* ts = sb_.ShardStart(g_, to, d);
+        starts.push_back(cur.tiles(d) == 1 ? ts : b_.Sub(ts, sb_.ShardStart(g_, cur, d)));
+      } else {
+        std::vector<int64_t> offsets(n, 0);
+        for (int64_t p = 0; p < n; ++p) {
+          auto [ts, te] = ValidRange(g_, to, p, d);
+          if (ts != te) offsets[p] = ts - cur.ShardStart(g_, p, d);
+        }
+        starts.push_back(sb_.PerPartition(offsets));
+      }
+    }
     return b_.DynamicSlice(x, std::move(starts), want.dims);
   }
 
@@ -331,6 +423,24 @@ ShardedValue Resharder::Reshard(SpmdBuilder& sb, const ShardedValue& v, const Ti
     }
   }
   return ShardedValue{x, v.global, to};
+}
+
+Instruction* Resharder::Shift(SpmdBuilder& sb, Instruction* piece, const TileLayout& layout,
+                              int64_t dim, int64_t shift, const ReshardReason& why) const {
+  if (shift == 0) return piece;
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  for (const std::vector<int64_t>& group : layout.GroupsAlong(dim)) {
+    const int64_t k = static_cast<int64_t>(group.size());
+    for (int64_t c = 0; c < k; ++c) {
+      if (c + shift >= 0 && c + shift < k) pairs.emplace_back(group[c], group[c + shift]);
+    }
+  }
+  if (pairs.empty()) return sb.Filled(piece->shape, 0);  // nobody has a neighbour that far
+  std::sort(pairs.begin(), pairs.end());
+  Instruction* permute = sb.b().CollectivePermute(piece, std::move(pairs));
+  const std::string l = layout.ToString();
+  if (log_) log_->push_back({permute->name, why.user, why.use, l, l, why.note});
+  return permute;
 }
 
 }  // namespace podsim::partitioner

@@ -6,7 +6,8 @@
 // Steps (each a single, D-independent number of instructions):
 //   local slice      the target tiles are inside the tiles each partition already holds
 //                    (replicated -> tiled, coarse -> fine): pad if needed, dynamic-slice at a
-//                    per-partition offset from an s32[D] table indexed by partition-id.
+//                    per-partition offset (partition-id arithmetic for compact layouts,
+//                    an s32[D] table indexed by partition-id for layouts in the tables form).
 //   all-gather       one tiled dim becomes whole: AllGather over the partitions along that tile
 //                    dim, then slice off padding.
 //   all-to-all       the split moves from dim a to dim b (MoE dispatch/combine): pad b to a
@@ -15,6 +16,8 @@
 //   all-reduce       a partial value (dot or reduce over a sharded dim) becomes whole.
 //   reduce-scatter   a partial value becomes whole and split over the partial partitions along
 //                    a dim the target tiles.
+// Shift (the halo exchange of partitioner/halo.h) is the other entry point: a CollectivePermute
+// of a slab to the neighbouring tile along one dim, logged like the steps above.
 // Planning tries, in order: identity; local slice; permute (same tile counts); for a partial
 // source, reduce-scatter into each dim or all-reduce, then the rest; all-to-all for each dim
 // pair whose split moves; all-gather of the dims whose tiling differs, then local slice; permute
@@ -76,6 +79,14 @@ class Resharder {
   // `v` laid out as `to`, emitted into `sb`'s computation. Collectives are logged with `why`.
   ShardedValue Reshard(SpmdBuilder& sb, const ShardedValue& v, const TileLayout& to,
                        const ReshardReason& why) const;
+  // Halo exchange step (partitioner/halo.h): every partition sends `piece` (any local value,
+  // typically a slab cut from its tile of a value laid out as `layout`) to the partition whose
+  // tile coordinate along layout dim `dim` is its own plus `shift`, with the same other
+  // coordinates, partial index and replica index. A partition with no such source receives
+  // zeros. One CollectivePermute, logged with `why` (the note says which halo it carries);
+  // `piece` itself when `shift` moves nothing.
+  ir::Instruction* Shift(SpmdBuilder& sb, ir::Instruction* piece, const TileLayout& layout,
+                         int64_t dim, int64_t shift, const ReshardReason& why) const;
 
  private:
   ReshardCostModel cost_model_;

@@ -51,6 +51,74 @@ std::vector<int64_t> TransposeDevices(const std::vector<int64_t>& devices,
   return out;
 }
 
+// The tile assignment of `s` with its axes permuted (new axis a = old axis perm[a]). The iota
+// form stays an iota (its modes regrouped, O(rank)) unless the tile dims cut its modes at
+// points that are not a mixed-radix split; then the list is materialized.
+ir::DeviceList TransposedDevices(const Sharding& s, const std::vector<int64_t>& perm) {
+  if (s.devices.is_iota()) {
+    auto runs = ir::SplitModes(s.devices.iota().Modes(), s.tile_dims);
+    if (runs) {
+      std::vector<ir::StridedMode> modes;
+      for (int64_t a : perm) modes.insert(modes.end(), (*runs)[a].begin(), (*runs)[a].end());
+      if (auto iota = ir::IotaDevices::FromModes(modes)) return ir::DeviceList(std::move(*iota));
+    }
+  }
+  return TransposeDevices(s.devices.ToVector(), s.tile_dims, perm);
+}
+
+// MergeShardings on two iota forms, by digits instead of by device (see MergeShardings): each
+// tile dim of a and b is a run of atoms (common digits of the device ids); the merged sharding
+// takes each tensor dim's atoms from whichever cuts it and puts the other atoms, in a's order,
+// in the replicated dim. Returns nullopt (no merge) or a sharding; `unknown` is set when the
+// digits do not line up and the caller must compare device by device.
+std::optional<Sharding> MergeIota(const Sharding& a, const Sharding& b, int64_t rank,
+                                  const std::vector<int64_t>& ta, const std::vector<int64_t>& tb,
+                                  const std::vector<int64_t>& tc, bool* unknown) {
+  *unknown = true;
+  auto ra = ir::SplitModes(a.devices.iota().Modes(), a.tile_dims);
+  auto rb = ir::SplitModes(b.devices.iota().Modes(), b.tile_dims);
+  if (!ra || !rb) return std::nullopt;
+  std::vector<std::vector<ir::StridedMode>> lists = *ra;
+  lists.insert(lists.end(), rb->begin(), rb->end());
+  auto refined = ir::RefineModes(lists, a.devices.size());
+  if (!refined) return std::nullopt;
+  *unknown = false;
+  const size_t na = ra->size();
+  std::vector<ir::StridedMode> modes;
+  std::vector<int64_t> used;  // strides of the atoms taken
+  for (int64_t d = 0; d < rank; ++d) {
+    const std::vector<ir::StridedMode>& atoms_a = (*refined)[d];
+    const std::vector<ir::StridedMode>& atoms_b = (*refined)[na + d];
+    if (ta[d] > 1 && tb[d] > 1 && atoms_a != atoms_b) return std::nullopt;
+    const std::vector<ir::StridedMode>& take = ta[d] > 1 ? atoms_a : atoms_b;
+    if (tc[d] == 1) continue;
+    for (const ir::StridedMode& m : take) {
+      if (std::find(used.begin(), used.end(), m.stride) != used.end()) return std::nullopt;
+      used.push_back(m.stride);
+      modes.push_back(m);
+    }
+  }
+  for (size_t d = 0; d < na; ++d) {
+    for (const ir::StridedMode& m : (*refined)[d]) {
+      if (std::find(used.begin(), used.end(), m.stride) == used.end()) modes.push_back(m);
+    }
+  }
+  auto iota = ir::IotaDevices::FromModes(modes);
+  if (!iota || iota->size() != a.devices.size()) return std::nullopt;
+  int64_t parts = 1;
+  for (int64_t t : tc) parts *= t;
+  Sharding out;
+  out.kind = Kind::kTiled;
+  out.tile_dims = tc;
+  out.devices = ir::DeviceList(std::move(*iota));
+  const int64_t replicas = a.devices.size() / parts;
+  if (replicas > 1) {
+    out.tile_dims.push_back(replicas);
+    out.last_tile_dim_replicate = true;
+  }
+  return Canonicalize(std::move(out), rank);
+}
+
 // Moves the listed tile axes (in order) to the front, every other axis after them (tensor axes
 // in order, then the old replicated axis), and reshapes to `front_tile_dims` plus one trailing
 // replicated dim holding the product of the rest.
@@ -71,7 +139,7 @@ Sharding Regroup(const Sharding& s, const std::vector<int64_t>& front_axes,
   }
   Sharding out;
   out.kind = Kind::kTiled;
-  out.devices = TransposeDevices(s.devices, s.tile_dims, perm);
+  out.devices = TransposedDevices(s, perm);
   out.tile_dims = std::move(front_tile_dims);
   if (rest > 1) {
     out.tile_dims.push_back(rest);
@@ -213,9 +281,14 @@ std::optional<Sharding> MergeShardings(const Sharding& a, const Sharding& b, int
       return std::nullopt;
     }
   }
-  const int64_t n = static_cast<int64_t>(a.devices.size());
+  const int64_t n = a.devices.size();
   const int64_t parts = Product(tc, 0, tc.size());
   if (n % parts != 0) return std::nullopt;
+  if (a.devices.is_iota() && b.devices.is_iota()) {
+    bool unknown = false;
+    std::optional<Sharding> merged = MergeIota(a, b, rank, ta, tb, tc, &unknown);
+    if (!unknown) return merged;
+  }
   const int64_t replicas = n / parts;
   // Tile coordinates of every device under b.
   std::unordered_map<int64_t, int64_t> b_linear;
@@ -245,10 +318,12 @@ std::optional<Sharding> MergeShardings(const Sharding& a, const Sharding& b, int
   Sharding out;
   out.kind = Kind::kTiled;
   out.tile_dims = tc;
+  std::vector<int64_t> devices;
   for (const auto& g : groups) {
     if (static_cast<int64_t>(g.size()) != replicas) return std::nullopt;
-    out.devices.insert(out.devices.end(), g.begin(), g.end());
+    devices.insert(devices.end(), g.begin(), g.end());
   }
+  out.devices = std::move(devices);
   if (replicas > 1) {
     out.tile_dims.push_back(replicas);
     out.last_tile_dim_replicate = true;

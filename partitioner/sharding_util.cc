@@ -35,22 +35,11 @@ Shape ShardShape(const Shape& global, const Sharding& s) {
 }
 
 std::vector<int64_t> TileIndexOfDevice(const Sharding& s, int64_t device) {
-  if (s.kind != Sharding::Kind::kTiled) return {};
-  auto it = std::find(s.devices.begin(), s.devices.end(), device);
-  if (it == s.devices.end()) return {};
-  int64_t linear = it - s.devices.begin();
-  std::vector<int64_t> index(s.tile_dims.size());
-  for (int64_t d = static_cast<int64_t>(s.tile_dims.size()) - 1; d >= 0; --d) {
-    index[d] = linear % s.tile_dims[d];
-    linear /= s.tile_dims[d];
-  }
-  return index;
+  return s.TileIndexOf(device);
 }
 
 int64_t DeviceAtTile(const Sharding& s, const std::vector<int64_t>& index) {
-  int64_t linear = 0;
-  for (size_t d = 0; d < s.tile_dims.size(); ++d) linear = linear * s.tile_dims[d] + index[d];
-  return s.devices.at(linear);
+  return s.DeviceAt(index);
 }
 
 std::vector<int64_t> ShardOffsets(const Shape& global, const Sharding& s, int64_t device) {

@@ -42,7 +42,54 @@ Instruction* SpmdBuilder::PerPartition(const std::vector<int64_t>& table) {
   return scalar;
 }
 
+Instruction* SpmdBuilder::DigitsValue(const std::vector<ir::StridedMode>& modes_in) {
+  const std::vector<ir::StridedMode> modes = ir::CanonicalModes(modes_in);
+  if (modes.empty()) return S32(0);
+  std::vector<int64_t> key;
+  for (const ir::StridedMode& m : modes) {
+    key.push_back(m.size);
+    key.push_back(m.stride);
+  }
+  auto it = digits_.find(key);
+  if (it != digits_.end()) return it->second;
+  Instruction* value = nullptr;
+  for (const ir::StridedMode& m : modes) {
+    Instruction* digit = PartitionId();
+    if (m.stride > 1) digit = b_.Div(digit, S32(m.stride));
+    if (m.stride * m.size < num_partitions_) {  // mod size: x - (x / size) * size, x >= 0
+      digit = b_.Sub(digit, b_.Mul(b_.Div(digit, S32(m.size)), S32(m.size)));
+    }
+    value = value ? b_.Add(b_.Mul(value, S32(m.size)), digit) : digit;
+  }
+  digits_[key] = value;
+  return value;
+}
+
+Instruction* SpmdBuilder::TileCoord(const TileLayout& layout, int64_t d) {
+  if (layout.compact()) return DigitsValue(layout.Modes(d));
+  std::vector<int64_t> table(num_partitions_);
+  for (int64_t p = 0; p < num_partitions_; ++p) {
+    table[p] = d == TileLayout::kPartialAxis ? layout.PartialIndex(p) : layout.Coord(p, d);
+  }
+  return PerPartition(table);
+}
+
 Instruction* SpmdBuilder::ShardStart(const Shape& global, const TileLayout& layout, int64_t d) {
+  if (layout.compact()) {
+    const int64_t extent = ShardExtent(global.dims[d], layout.tiles(d));
+    if (layout.tiles(d) == 1 || extent == 0) return S32(0);
+    std::vector<int64_t> key = {extent};
+    for (const ir::StridedMode& m : ir::CanonicalModes(layout.Modes(d))) {
+      key.push_back(m.size);
+      key.push_back(m.stride);
+    }
+    auto it = starts_.find(key);
+    if (it != starts_.end()) return it->second;
+    Instruction* coord = TileCoord(layout, d);
+    Instruction* start = extent == 1 ? coord : b_.Mul(coord, S32(extent));
+    starts_[key] = start;
+    return start;
+  }
   std::vector<int64_t> table(num_partitions_);
   for (int64_t p = 0; p < num_partitions_; ++p) table[p] = layout.ShardStart(global, p, d);
   return PerPartition(table);

@@ -2,8 +2,10 @@
 // SpmdBuilder: an ir::Builder for one computation of the SPMD program plus the partition-id
 // arithmetic the lowering needs (per-partition offsets, padding, masks). It emits no
 // collectives (only reshard.cc does). Whatever D is, each helper emits a fixed number of
-// instructions: a per-partition value is one s32[D] constant table indexed by partition-id
-// (constant, dynamic-slice, reshape), cached by content.
+// instructions, and for compact layouts (tile_layout.h) a fixed number of bytes too: a tile
+// coordinate is computed from partition-id with divide / multiply / subtract (one digit:
+// (id / stride) mod size). Layouts in the tables form fall back to one s32[D] constant table
+// indexed by partition-id (constant, dynamic-slice, reshape), cached by content.
 
 #include <cstdint>
 #include <map>
@@ -33,6 +35,11 @@ class SpmdBuilder {
   }
   // table[partition-id] as an s32[] (a constant when all entries are equal).
   ir::Instruction* PerPartition(const std::vector<int64_t>& table);
+  // This partition's tile coordinate along dim d of `layout` (or its partial index, d ==
+  // TileLayout::kPartialAxis), as an s32[] (cached).
+  ir::Instruction* TileCoord(const TileLayout& layout, int64_t d);
+  // The value of partition-id's digits `modes` (major first; ir::ModesValue), as an s32[].
+  ir::Instruction* DigitsValue(const std::vector<ir::StridedMode>& modes);
   // This partition's tile start in dim d under `layout`.
   ir::Instruction* ShardStart(const ir::Shape& global, const TileLayout& layout, int64_t d);
   // `x` extended at the high end of each dim by high[d] elements (zeros); x if all are 0.
@@ -56,6 +63,8 @@ class SpmdBuilder {
   ir::Instruction* partition_id_ = nullptr;
   std::map<std::pair<int, double>, ir::Instruction*> scalars_;
   std::map<std::vector<int64_t>, ir::Instruction*> tables_;
+  // DigitsValue and compact ShardStart results, keyed by (size, stride)... [, extent].
+  std::map<std::vector<int64_t>, ir::Instruction*> digits_, starts_;
 };
 
 }  // namespace podsim::partitioner

@@ -30,7 +30,8 @@ TileLayout SpmdVisitor::Declared(const Instruction& orig) const {
   }
   if (!orig.sharding) return TileLayout::Replicated(orig.shape.rank(), num_partitions());
   if (orig.sharding->kind == ir::Sharding::Kind::kManual) {
-    throw Error("%" + orig.name + ": manual sharding is not supported by the SPMD lowering yet");
+    throw Error("%" + orig.name + ": a {manual} value has no layout (it must stay inside its "
+                "manual region, which ends at a manual-to-auto)");
   }
   auto it = declared_.find(&orig);
   if (it != declared_.end()) return it->second;
@@ -84,6 +85,9 @@ PartitionedValue SpmdVisitor::Visit(const Instruction& i) {
     return p;
   };
   const Opcode op = i.opcode;
+  if (op == Opcode::kAutoToManual) return HandleAutoToManual(i);
+  if (op == Opcode::kManualToAuto) return array(HandleManualToAuto(i));
+  if (i.sharding && i.sharding->kind == ir::Sharding::Kind::kManual) return HandleManual(i);
   if (ir::IsElementwise(op)) return array(HandleElementwise(i));
   switch (op) {
     case Opcode::kParameter:
@@ -113,18 +117,23 @@ PartitionedValue SpmdVisitor::Visit(const Instruction& i) {
     case Opcode::kReduce:
       return array(HandleReduce(i));
     case Opcode::kSlice:
+    case Opcode::kPad:
+    case Opcode::kConvolution:
+    case Opcode::kReduceWindow:
+      return array(HandleWindowed(i));
+    case Opcode::kCumsum:
+      return array(HandleCumsum(i));
+    case Opcode::kArgmax:
+      return array(HandleArgmax(i));
+    case Opcode::kTopK:
+      return HandleTopK(i);
+    case Opcode::kGather:
+      return array(HandleGather(i));
     case Opcode::kDynamicSlice:
     case Opcode::kDynamicUpdateSlice:
-    case Opcode::kPad:
     case Opcode::kConcatenate:
     case Opcode::kReverse:
-    case Opcode::kGather:
-    case Opcode::kConvolution:
-    case Opcode::kArgmax:
-    case Opcode::kReduceWindow:
-    case Opcode::kCumsum:
     case Opcode::kSort:
-    case Opcode::kTopK:
       return HandleDimWise(i);
     default:
       break;
@@ -140,7 +149,7 @@ void SpmdVisitor::Run(const ir::Computation& in, ir::Computation* out) {
     const Instruction& i = *owned;
     const size_t mark = out->instructions().size();
     PartitionedValue v = Visit(i);
-    if (!v.is_tuple()) {
+    if (!v.is_tuple() && !v.manual) {
       Instruction* local = v.array.local;
       // Name the handler's main result after the input instruction, when it made a new one.
       if (!ir::IsCollective(local->opcode)) {
@@ -199,6 +208,10 @@ PartitionResult PartitionSpmd(const ir::Module& module, const PartitionOptions& 
     result.parameter_shardings.push_back(visitor.Declared(*p).ToSharding());
   }
   const PartitionedValue& root = visitor.ValueOf(module.entry()->root());
+  if (root.manual) {
+    throw Error("%" + module.entry()->root()->name +
+                ": the entry's result is inside a manual region; end it with manual-to-auto");
+  }
   if (root.is_tuple()) {
     for (const PartitionedValue& e : root.elements) {
       if (e.is_tuple()) throw Error("nested tuple outputs are not supported");

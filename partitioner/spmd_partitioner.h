@@ -12,7 +12,8 @@
 //
 // Conventions:
 //  - An instruction without a sharding is treated as replicated; maximal as replicated (every
-//    partition computes it); manual is rejected for now.
+//    partition computes it); manual marks a manual region's per-partition code, copied as
+//    written between auto-to-manual and manual-to-auto (handlers_manual.cc).
 //  - A tiled sharding that lists fewer partitions than num_partitions (the count must divide
 //    it) keeps its tiles there; the unlisted partitions hold replicas (TileLayout::FromSharding).
 //  - Entry parameters take this partition's shard of the global argument, padded to the shard

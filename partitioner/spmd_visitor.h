@@ -1,7 +1,8 @@
 #pragma once
 // Internal to the SPMD lowering: the visitor that walks the input entry computation in SSA
 // order and asks one handler per op family for each instruction's partitioned form
-// (handlers_elementwise.cc, handlers_dot.cc, handlers_reduce.cc, handlers_data.cc). A handler
+// (handlers_elementwise.cc, handlers_reshape.cc, handlers_dot.cc, handlers_reduce.cc,
+// handlers_data.cc, handlers_window.cc, handlers_scan.cc, handlers_loop.cc). A handler
 // returns the value in whatever layout is natural for it; the visitor then reshards it to the
 // instruction's declared sharding ("result" in the provenance).
 
@@ -24,6 +25,9 @@ struct PartitionedValue {
   ShardedValue array;                      // when elements is empty and tuple is null
   ir::Instruction* tuple = nullptr;        // the local tuple, when the value is a tuple
   std::vector<PartitionedValue> elements;  // its elements (each already a local value)
+  // A manual region's value (handlers_manual.cc): per-partition data with no layout; `array`
+  // (or `tuple`) holds it as written.
+  bool manual = false;
   bool is_tuple() const { return tuple != nullptr; }
 };
 
@@ -46,7 +50,7 @@ class SpmdVisitor {
  private:
   PartitionedValue Visit(const ir::Instruction& i);
 
-  // handlers_elementwise.cc: leaves, elementwise, broadcast, transpose, reshape, tuples.
+  // handlers_elementwise.cc: leaves, elementwise, broadcast, transpose, tuples.
   ShardedValue HandleParameter(const ir::Instruction& i);
   ShardedValue HandleConstant(const ir::Instruction& i);
   ShardedValue HandleIota(const ir::Instruction& i);
@@ -55,19 +59,39 @@ class SpmdVisitor {
   ShardedValue HandleElementwise(const ir::Instruction& i);
   ShardedValue HandleBroadcast(const ir::Instruction& i);
   ShardedValue HandleTranspose(const ir::Instruction& i);
+  // handlers_reshape.cc
   ShardedValue HandleReshape(const ir::Instruction& i);
   PartitionedValue HandleTuple(const ir::Instruction& i);
   PartitionedValue HandleGetTupleElement(const ir::Instruction& i);
   // handlers_loop.cc
   PartitionedValue HandleLoop(const ir::Instruction& i);
+  // handlers_manual.cc: auto-to-manual, the manual region's instructions (copied as written),
+  // manual-to-auto.
+  PartitionedValue HandleAutoToManual(const ir::Instruction& i);
+  PartitionedValue HandleManual(const ir::Instruction& i);
+  ShardedValue HandleManualToAuto(const ir::Instruction& i);
+  // A copy of computation `in` (and the loop bodies it calls) in the output module.
+  ir::Computation* CopyComputation(const ir::Computation& in);
   // handlers_dot.cc
   ShardedValue HandleDot(const ir::Instruction& i);
   // handlers_reduce.cc
   ShardedValue HandleReduce(const ir::Instruction& i);
-  // handlers_data.cc: ops that work along some dims and pass the others through (slice, pad,
-  // concatenate, reverse, dynamic-(update-)slice, gather, cumsum, sort, argmax, top-k,
-  // convolution, reduce-window).
+  // handlers_data.cc: ops that work along some dims and pass the others through
+  // (concatenate, reverse, dynamic-(update-)slice, sort; and the ops below when the dims they
+  // work along are not split, or as their documented fallback). Worked-on dims are made whole.
   PartitionedValue HandleDimWise(const ir::Instruction& i);
+  // handlers_window.cc: convolution, reduce-window, pad, slice; halo exchange along split
+  // windowed dims (partitioner/halo.h).
+  ShardedValue HandleWindowed(const ir::Instruction& i);
+  // handlers_scan.cc: cumsum, argmax, top-k and gather along a split dim.
+  ShardedValue HandleCumsum(const ir::Instruction& i);
+  ShardedValue HandleArgmax(const ir::Instruction& i);
+  PartitionedValue HandleTopK(const ir::Instruction& i);
+  ShardedValue HandleGather(const ir::Instruction& i);
+  // `per_tile` (x's tile shape without dim d: one value per tile along split dim d of x)
+  // all-gathered along d: the [.., T, ..] values of every tile in this partition's row.
+  ShardedValue GatherPerTile(const ir::Instruction& user, ir::Instruction* per_tile,
+                             const ShardedValue& x, int64_t d, const std::string& what);
 
   // Operand k of `user` laid out as `target` (resharding it, logged as "operand k").
   ShardedValue OperandAs(const ir::Instruction& user, int64_t k, const TileLayout& target,

@@ -13,12 +13,9 @@ TileLayout TileLayout::Replicated(int64_t rank, int64_t num_devices) {
   TileLayout l;
   l.tiles_.assign(rank, 1);
   l.replicas_ = num_devices;
-  auto t = std::make_shared<Tables>();
-  t->coords.assign(rank * num_devices, 0);
-  t->partial_index.assign(num_devices, 0);
-  t->replica.resize(num_devices);
-  for (int64_t p = 0; p < num_devices; ++p) t->replica[p] = static_cast<int32_t>(p);
-  l.t_ = std::move(t);
+  l.num_devices_ = num_devices;
+  l.axes_.assign(rank + 2, {});
+  if (num_devices > 1) l.axes_[rank + 1] = {{num_devices, 1}};
   return l;
 }
 
@@ -32,24 +29,41 @@ TileLayout TileLayout::FromSharding(const ir::Sharding& s, int64_t rank, int64_t
                 " tile dims, a rank-" + std::to_string(rank) + " tensor needs " +
                 std::to_string(expected));
   }
-  const int64_t listed = static_cast<int64_t>(s.devices.size());
+  const int64_t listed = s.devices.size();
   if (listed < 1 || num_devices % listed != 0) {
     throw Error("sharding " + s.ToString() + " lists " + std::to_string(listed) +
                 " devices, which does not divide the " + std::to_string(num_devices) +
                 " partitions");
   }
-  std::vector<bool> seen(num_devices, false);
-  for (int64_t d : s.devices) {
-    if (d < 0 || d >= num_devices || seen[d]) {
-      throw Error("sharding " + s.ToString() + " must list partitions of 0.." +
-                  std::to_string(num_devices - 1) + " at most once each");
+  if (!s.devices.is_iota()) {
+    std::vector<bool> seen(num_devices, false);
+    for (int64_t d : s.devices) {
+      if (d < 0 || d >= num_devices || seen[d]) {
+        throw Error("sharding " + s.ToString() + " must list partitions of 0.." +
+                    std::to_string(num_devices - 1) + " at most once each");
+      }
+      seen[d] = true;
     }
-    seen[d] = true;
   }
   TileLayout l;
   l.tiles_ = TensorTileDims(s, rank);
   const int64_t given_replicas = ReplicationFactor(s);
   l.replicas_ = given_replicas * (num_devices / listed);
+  l.num_devices_ = num_devices;
+  // Compact when partition p < listed sits at position p of an iota, or the iota lists every
+  // partition: the unlisted ones (p >= listed) then copy slot p mod listed, the low digits.
+  if (s.devices.is_iota() && (listed == num_devices || s.devices.iota().IsRange())) {
+    if (auto runs = ir::SplitModes(s.devices.iota().Modes(), s.tile_dims)) {
+      l.axes_.assign(rank + 2, {});
+      for (int64_t d = 0; d < rank; ++d) l.axes_[d] = (*runs)[d];
+      std::vector<ir::StridedMode>& replica = l.axes_[rank + 1];
+      if (listed < num_devices) replica.push_back({num_devices / listed, listed});
+      if (s.last_tile_dim_replicate) {
+        replica.insert(replica.end(), runs->back().begin(), runs->back().end());
+      }
+      return l;
+    }
+  }
   auto t = std::make_shared<Tables>();
   t->coords.resize(rank * num_devices);
   t->partial_index.assign(num_devices, 0);
@@ -97,6 +111,7 @@ std::optional<TileLayout> TileLayout::FromCoords(int64_t n, std::vector<int64_t>
   l.partial_ = partial;
   l.partial_kind_ = partial_kind;
   l.replicas_ = n / slots;
+  l.num_devices_ = n;
   auto t = std::make_shared<Tables>();
   t->coords.assign(coords.begin(), coords.end());
   t->partial_index.assign(n, 0);
@@ -120,9 +135,77 @@ std::optional<TileLayout> TileLayout::FromCoords(int64_t n, std::vector<int64_t>
   return l;
 }
 
+std::optional<TileLayout> TileLayout::FromPicks(
+    const std::vector<std::pair<const TileLayout*, int64_t>>& picks, int64_t n) {
+  bool compact = true;
+  for (const auto& [l, d] : picks) compact = compact && (l == nullptr || l->compact());
+  if (compact) {
+    // Common digits of the picked dims and of the whole range (for the replicas).
+    std::vector<std::vector<ir::StridedMode>> lists;
+    for (const auto& [l, d] : picks) {
+      lists.push_back(l ? l->axes_[d] : std::vector<ir::StridedMode>{});
+    }
+    lists.push_back({{n, 1}});
+    if (auto atoms = ir::RefineModes(lists, n)) {
+      TileLayout out;
+      out.num_devices_ = n;
+      out.axes_.assign(picks.size() + 2, {});
+      std::vector<int64_t> used;
+      int64_t slots = 1;
+      for (size_t i = 0; i < picks.size(); ++i) {
+        for (const ir::StridedMode& m : (*atoms)[i]) {
+          if (std::find(used.begin(), used.end(), m.stride) != used.end()) return std::nullopt;
+          used.push_back(m.stride);
+        }
+        out.axes_[i] = ir::CanonicalModes((*atoms)[i]);
+        out.tiles_.push_back(ir::ModesSize(out.axes_[i]));
+        slots *= out.tiles_.back();
+      }
+      std::vector<ir::StridedMode> rest;
+      for (const ir::StridedMode& m : atoms->back()) {
+        if (std::find(used.begin(), used.end(), m.stride) == used.end()) rest.push_back(m);
+      }
+      out.axes_.back() = ir::CanonicalModes(rest);
+      out.replicas_ = n / slots;
+      return out;
+    }
+  }
+  std::vector<int64_t> tiles;
+  for (const auto& [l, d] : picks) tiles.push_back(l ? l->tiles(d) : 1);
+  std::vector<int64_t> coords;
+  coords.reserve(n * picks.size());
+  for (int64_t p = 0; p < n; ++p) {
+    for (const auto& [l, d] : picks) coords.push_back(l ? l->Coord(p, d) : 0);
+  }
+  return FromCoords(n, std::move(tiles), 1, ir::ReduceKind::kAdd, coords, {});
+}
+
+std::shared_ptr<const TileLayout::Tables> TileLayout::MakeTables() const {
+  auto t = std::make_shared<Tables>();
+  const int64_t n = num_devices_, r = rank();
+  t->coords.resize(n * r);
+  t->partial_index.resize(n);
+  t->replica.resize(n);
+  for (int64_t p = 0; p < n; ++p) {
+    for (int64_t d = 0; d < r; ++d) t->coords[p * r + d] = static_cast<int32_t>(Coord(p, d));
+    t->partial_index[p] = static_cast<int32_t>(PartialIndex(p));
+    t->replica[p] = static_cast<int32_t>(ReplicaIndex(p));
+  }
+  return t;
+}
+
+TileLayout TileLayout::WithTables() const {
+  if (t_) return *this;
+  TileLayout l = *this;
+  l.t_ = MakeTables();
+  l.axes_.clear();
+  return l;
+}
+
 std::vector<int64_t> TileLayout::Coords(int64_t device) const {
-  return std::vector<int64_t>(t_->coords.begin() + device * rank(),
-                              t_->coords.begin() + (device + 1) * rank());
+  std::vector<int64_t> c(rank());
+  for (int64_t d = 0; d < rank(); ++d) c[d] = Coord(device, d);
+  return c;
 }
 
 int64_t TileLayout::NumTiles() const {
@@ -135,15 +218,31 @@ bool TileLayout::Equivalent(const TileLayout& o) const {
   if (tiles_ != o.tiles_ || partial_ != o.partial_ || num_devices() != o.num_devices()) {
     return false;
   }
-  if (t_ != o.t_ && t_->coords != o.t_->coords) return false;
-  if (partial_ > 1 && (partial_kind_ != o.partial_kind_ ||
-                       (t_ != o.t_ && t_->partial_index != o.t_->partial_index))) {
-    return false;
+  if (partial_ > 1 && partial_kind_ != o.partial_kind_) return false;
+  if (!t_ && !o.t_) {
+    // Canonical digits determine the coordinates.
+    for (int64_t d = 0; d <= rank(); ++d) {
+      if (d == rank() && partial_ == 1) break;
+      if (ir::CanonicalModes(axes_[d]) != ir::CanonicalModes(o.axes_[d])) return false;
+    }
+    return true;
+  }
+  if (t_ && t_ == o.t_) return true;
+  if (t_ && o.t_) {
+    if (t_->coords != o.t_->coords) return false;
+    return partial_ == 1 || t_->partial_index == o.t_->partial_index;
+  }
+  for (int64_t p = 0; p < num_devices(); ++p) {
+    for (int64_t d = 0; d < rank(); ++d) {
+      if (Coord(p, d) != o.Coord(p, d)) return false;
+    }
+    if (partial_ > 1 && PartialIndex(p) != o.PartialIndex(p)) return false;
   }
   return true;
 }
 
 std::vector<std::vector<int64_t>> TileLayout::GroupsAlong(int64_t d) const {
+  if (auto iota = IotaGroupsAlong(d)) return iota->ToGroups();
   const int64_t n = num_devices();
   const int64_t size = d == kPartialAxis ? partial_ : tiles_[d];
   // Key: every coordinate except the one along d, in mixed radix (n / size values).
@@ -166,7 +265,38 @@ std::vector<std::vector<int64_t>> TileLayout::GroupsAlong(int64_t d) const {
   return out;
 }
 
+std::optional<ir::IotaReplicaGroupList> TileLayout::IotaGroupsAlong(int64_t d) const {
+  if (t_) return std::nullopt;
+  const int64_t axis = d == kPartialAxis ? rank() : d;
+  // Groups ordered by their first member (the one at coordinate 0): the other digits, major
+  // first; members by their coordinate along the axis.
+  std::vector<ir::StridedMode> others;
+  for (int64_t a = 0; a < static_cast<int64_t>(axes_.size()); ++a) {
+    if (a != axis) others.insert(others.end(), axes_[a].begin(), axes_[a].end());
+  }
+  std::sort(others.begin(), others.end(),
+            [](const ir::StridedMode& x, const ir::StridedMode& y) { return x.stride > y.stride; });
+  std::vector<ir::StridedMode> modes = others;
+  modes.insert(modes.end(), axes_[axis].begin(), axes_[axis].end());
+  std::optional<ir::IotaDevices> devices = ir::IotaDevices::FromModes(modes);
+  if (!devices) throw Error("internal: layout " + ToString() + " does not cover its partitions");
+  ir::IotaReplicaGroupList g;
+  g.group_size = ir::ModesSize(axes_[axis]);
+  g.num_groups = num_devices_ / g.group_size;
+  g.devices = std::move(*devices);
+  return g;
+}
+
 TileLayout TileLayout::Gathered(int64_t d) const {
+  if (!t_) {
+    TileLayout l = *this;
+    std::vector<ir::StridedMode>& replica = l.axes_[rank() + 1];
+    replica.insert(replica.end(), axes_[d].begin(), axes_[d].end());
+    l.axes_[d].clear();
+    l.tiles_[d] = 1;
+    l.replicas_ = replicas_ * tiles_[d];
+    return l;
+  }
   TileLayout l = *this;
   auto t = std::make_shared<Tables>(*t_);
   const int64_t k = tiles_[d];
@@ -181,6 +311,16 @@ TileLayout TileLayout::Gathered(int64_t d) const {
 }
 
 TileLayout TileLayout::AllReduced() const {
+  if (!t_) {
+    TileLayout l = *this;
+    std::vector<ir::StridedMode>& replica = l.axes_[rank() + 1];
+    replica.insert(replica.end(), axes_[rank()].begin(), axes_[rank()].end());
+    l.axes_[rank()].clear();
+    l.replicas_ = replicas_ * partial_;
+    l.partial_ = 1;
+    l.partial_kind_ = ir::ReduceKind::kAdd;
+    return l;
+  }
   TileLayout l = *this;
   auto t = std::make_shared<Tables>(*t_);
   for (int64_t p = 0; p < num_devices(); ++p) {
@@ -195,6 +335,15 @@ TileLayout TileLayout::AllReduced() const {
 }
 
 TileLayout TileLayout::Scattered(int64_t d) const {
+  if (!t_) {
+    TileLayout l = *this;
+    l.axes_[d].insert(l.axes_[d].end(), axes_[rank()].begin(), axes_[rank()].end());
+    l.axes_[rank()].clear();
+    l.tiles_[d] = tiles_[d] * partial_;
+    l.partial_ = 1;
+    l.partial_kind_ = ir::ReduceKind::kAdd;
+    return l;
+  }
   TileLayout l = *this;
   auto t = std::make_shared<Tables>(*t_);
   for (int64_t p = 0; p < num_devices(); ++p) {
@@ -209,6 +358,14 @@ TileLayout TileLayout::Scattered(int64_t d) const {
 }
 
 TileLayout TileLayout::Swapped(int64_t a, int64_t b) const {
+  if (!t_) {
+    TileLayout l = *this;
+    l.axes_[b] = axes_[a];
+    l.axes_[a].clear();
+    l.tiles_[b] = tiles_[a];
+    l.tiles_[a] = 1;
+    return l;
+  }
   TileLayout l = *this;
   auto t = std::make_shared<Tables>(*t_);
   for (int64_t p = 0; p < num_devices(); ++p) {
@@ -222,8 +379,8 @@ TileLayout TileLayout::Swapped(int64_t a, int64_t b) const {
 }
 
 TileLayout TileLayout::Rotated(int64_t d, int64_t shift) const {
-  TileLayout l = *this;
-  auto t = std::make_shared<Tables>(*t_);
+  TileLayout l = WithTables();
+  auto t = std::make_shared<Tables>(*l.t_);
   const int64_t k = tiles_[d];
   for (int64_t p = 0; p < num_devices(); ++p) {
     t->coords[p * rank() + d] = static_cast<int32_t>(((Coord(p, d) + shift) % k + k) % k);
@@ -243,6 +400,43 @@ TileLayout TileLayout::Projected(const std::vector<int64_t>& dim_map,
   for (int64_t src : dim_map) tiles.push_back(src < 0 ? 1 : tiles_[src]);
   int64_t partial = partial_;
   for (int64_t d : partial_dims) partial *= tiles_[d];
+  if (!t_) {
+    const int64_t new_rank = static_cast<int64_t>(dim_map.size());
+    TileLayout l;
+    l.tiles_ = tiles;
+    l.partial_ = partial;
+    l.partial_kind_ = partial_ > 1 ? partial_kind_ : kind;
+    l.num_devices_ = n;
+    l.axes_.assign(new_rank + 2, {});
+    std::vector<bool> taken(rank(), false);
+    auto take = [&](int64_t d) {
+      if (taken[d] && tiles_[d] > 1) {
+        throw Error("internal: projection of " + ToString() + " is not a layout");
+      }
+      taken[d] = true;
+      return axes_[d];
+    };
+    for (int64_t i = 0; i < new_rank; ++i) {
+      if (dim_map[i] >= 0) l.axes_[i] = take(dim_map[i]);
+    }
+    std::vector<ir::StridedMode>& pa = l.axes_[new_rank];
+    pa = axes_[rank()];
+    for (int64_t d : partial_dims) {
+      std::vector<ir::StridedMode> m = take(d);
+      pa.insert(pa.end(), m.begin(), m.end());
+    }
+    // Replicas in partition order: every digit nobody took, major first.
+    std::vector<ir::StridedMode> rest = axes_[rank() + 1];
+    for (int64_t d = 0; d < rank(); ++d) {
+      if (!taken[d]) rest.insert(rest.end(), axes_[d].begin(), axes_[d].end());
+    }
+    std::sort(rest.begin(), rest.end(), [](const ir::StridedMode& x, const ir::StridedMode& y) {
+      return x.stride > y.stride;
+    });
+    l.axes_[new_rank + 1] = ir::CanonicalModes(rest);
+    l.replicas_ = ir::ModesSize(l.axes_[new_rank + 1]);
+    return l;
+  }
   std::vector<int64_t> coords;
   coords.reserve(n * dim_map.size());
   std::vector<int64_t> pidx(n);
@@ -264,6 +458,17 @@ ir::Sharding TileLayout::ToSharding() const {
   if (NumTiles() == 1) return ir::Sharding::Replicated();
   std::vector<int64_t> dims = tiles_;
   if (replicas_ > 1) dims.push_back(replicas_);
+  if (!t_) {
+    std::vector<ir::StridedMode> modes;
+    for (int64_t d = 0; d < rank(); ++d) {
+      modes.insert(modes.end(), axes_[d].begin(), axes_[d].end());
+    }
+    modes.insert(modes.end(), axes_[rank() + 1].begin(), axes_[rank() + 1].end());
+    std::optional<ir::IotaDevices> devices = ir::IotaDevices::FromModes(modes);
+    if (!devices) throw Error("internal: layout does not cover its partitions");
+    return ir::Sharding::Tiled(std::move(dims), ir::DeviceList(std::move(*devices)),
+                               replicas_ > 1);
+  }
   std::vector<int64_t> devices(num_devices());
   for (int64_t p = 0; p < num_devices(); ++p) {
     int64_t lin = 0;

@@ -10,13 +10,24 @@
 // Equivalent). Shard geometry follows partitioner/sharding_util.h: a dim of extent G split t
 // ways has shards of ceil(G / t), tile i starting at i * ceil(G / t); the part of a shard past
 // G is padding whose contents are unspecified.
+//
+// Two forms, with the same answers:
+//   - compact: the partition id p is cut into mixed-radix digits (ir::StridedMode) and each axis
+//     (tile dim, partial, replica) owns some of them, major first: its coordinate is the value
+//     of those digits. Layouts from iota shardings (ir/iota.h) are compact, and every operation
+//     below keeps them compact (Rotated excepted) in O(rank), whatever D is; SpmdBuilder turns a
+//     coordinate into a few divides of partition-id and IotaGroupsAlong gives the collectives'
+//     replica groups in the iota form.
+//   - tables: one entry per partition (explicit device lists, rotations, FromCoords).
 
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "ir/iota.h"
 #include "ir/opcode.h"
 #include "ir/shape.h"
 #include "ir/sharding.h"
@@ -47,18 +58,36 @@ class TileLayout {
                                               int64_t partial, ir::ReduceKind partial_kind,
                                               const std::vector<int64_t>& coords,
                                               const std::vector<int64_t>& partial_index);
+  // The layout whose dim i has the tiling (coordinates) of dim picks[i].second of
+  // *picks[i].first, untiled when that is null; replicas in partition order. nullopt when the
+  // picked dims do not spread the partitions evenly (FromCoords' rule). Compact when the picked
+  // layouts are.
+  static std::optional<TileLayout> FromPicks(
+      const std::vector<std::pair<const TileLayout*, int64_t>>& picks, int64_t num_devices);
 
   int64_t rank() const { return static_cast<int64_t>(tiles_.size()); }
-  int64_t num_devices() const { return static_cast<int64_t>(t_->replica.size()); }
+  int64_t num_devices() const { return num_devices_; }
   const std::vector<int64_t>& tiles() const { return tiles_; }
   int64_t tiles(int64_t d) const { return tiles_[d]; }
   int64_t partial() const { return partial_; }
   ir::ReduceKind partial_kind() const { return partial_kind_; }
   int64_t replicas() const { return replicas_; }
-  int64_t Coord(int64_t device, int64_t dim) const { return t_->coords[device * rank() + dim]; }
+  int64_t Coord(int64_t device, int64_t dim) const {
+    return t_ ? t_->coords[device * rank() + dim] : ir::ModesValue(axes_[dim], device);
+  }
   std::vector<int64_t> Coords(int64_t device) const;
-  int64_t PartialIndex(int64_t device) const { return t_->partial_index[device]; }
-  int64_t ReplicaIndex(int64_t device) const { return t_->replica[device]; }
+  int64_t PartialIndex(int64_t device) const {
+    return t_ ? t_->partial_index[device] : ir::ModesValue(axes_[rank()], device);
+  }
+  int64_t ReplicaIndex(int64_t device) const {
+    return t_ ? t_->replica[device] : ir::ModesValue(axes_[rank() + 1], device);
+  }
+  // The compact form's digits of dim d (or of the partial axis, d == kPartialAxis); requires
+  // compact().
+  bool compact() const { return t_ == nullptr; }
+  const std::vector<ir::StridedMode>& Modes(int64_t d) const {
+    return axes_[d == kPartialAxis ? rank() : d];
+  }
   // Product of the tile counts.
   int64_t NumTiles() const;
   bool IsReplicated() const { return NumTiles() == 1 && partial_ == 1; }
@@ -70,6 +99,8 @@ class TileLayout {
   // first member.
   static constexpr int64_t kPartialAxis = -1;
   std::vector<std::vector<int64_t>> GroupsAlong(int64_t d) const;
+  // The same groups in the iota form (O(rank)); nullopt unless compact().
+  std::optional<ir::IotaReplicaGroupList> IotaGroupsAlong(int64_t d) const;
 
   // After an AllGather along dim d: d untiled, its partitions join the replicas.
   TileLayout Gathered(int64_t d) const;
@@ -82,7 +113,8 @@ class TileLayout {
   // tile coordinates, a becomes untiled.
   TileLayout Swapped(int64_t a, int64_t b) const;
   // Tile coordinate along d advanced by `shift` (mod tiles(d)) on every partition: the layout
-  // after each partition passes its tile to the partition that held the previous one.
+  // after each partition passes its tile to the partition that held the previous one. Always
+  // in the tables form.
   TileLayout Rotated(int64_t d, int64_t shift) const;
   // A layout of rank dim_map.size(): new dim i takes the tiling of dim dim_map[i] (-1 = untiled).
   // Dims in `partial_dims` become (part of) the partial axis with `kind`; every other dim's
@@ -110,10 +142,19 @@ class TileLayout {
     std::vector<int32_t> replica;        // [device]
   };
 
+  // The tables of a compact layout.
+  std::shared_ptr<const Tables> MakeTables() const;
+  // This layout in the tables form.
+  TileLayout WithTables() const;
+
   std::vector<int64_t> tiles_;
   int64_t partial_ = 1;
   ir::ReduceKind partial_kind_ = ir::ReduceKind::kAdd;
   int64_t replicas_ = 1;
+  int64_t num_devices_ = 1;
+  // Compact form (t_ null): digits of tile dims 0..rank-1, then of the partial axis, then of
+  // the replica axis; together they cover 0..num_devices-1 once.
+  std::vector<std::vector<ir::StridedMode>> axes_;
   std::shared_ptr<const Tables> t_;
 };
 

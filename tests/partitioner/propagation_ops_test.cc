@@ -16,6 +16,7 @@ using ir::ReduceKind;
 using ir::Shape;
 using testing::ModuleFixture;
 using testing::Propagate;
+using testing::Listed;
 using testing::S;
 
 // Rows over {0,1}|{2,3} and columns over {0,2}|{1,3} of a 2x2 grid (device d at row d/2,
@@ -139,7 +140,7 @@ TEST_CASE("top-k: values and indices keep the operand's other dims, never the la
   CHECK(S(values) == kRowPairs);
   CHECK(S(indices) == kRowPairs);
   CHECK(S(tk) == "{replicated}");  // tuple placeholder
-  CHECK(TupleElementSharding(*tk, 1).ToString() == kRowPairs);
+  CHECK(Listed(TupleElementSharding(*tk, 1)) == kRowPairs);
   CHECK(S(y) == "{devices=[4,1]0,1,2,3}");  // backward from the values' user
 }
 

@@ -16,6 +16,7 @@ using ir::DType;
 using ir::Shape;
 using testing::ModuleFixture;
 using testing::Propagate;
+using testing::Listed;
 using testing::S;
 
 constexpr const char* kRows4 = "{devices=[4,1]0,1,2,3}";
@@ -303,10 +304,10 @@ TEST_CASE("tuples and get-tuple-element carry element shardings") {
   CHECK(S(g1) == "{devices=[2]0,1}");
   CHECK(S(b) == "{devices=[2]0,1}");  // backward through gte and tuple
   CHECK(S(t) == "{replicated}");      // placeholder; elements via TupleElementSharding
-  CHECK(TupleElementSharding(*t, 0).ToString() == "{devices=[4]0,1,2,3}");
-  CHECK(TupleElementSharding(*t, 1).ToString() == "{devices=[2]0,1}");
+  CHECK(Listed(TupleElementSharding(*t, 0)) == "{devices=[4]0,1,2,3}");
+  CHECK(Listed(TupleElementSharding(*t, 1)) == "{devices=[2]0,1}");
   auto* nested = f.b.Tuple({t, a});
-  CHECK(TupleElementSharding(*f.b.GetTupleElement(nested, 0), 0).ToString() ==
+  CHECK(Listed(TupleElementSharding(*f.b.GetTupleElement(nested, 0), 0)) ==
         "{devices=[4]0,1,2,3}");
 }
 
@@ -344,7 +345,7 @@ TEST_CASE("loops: a carried value's sharding flows from the loop operand through
   CHECK(S(f.next) == kRows4);
   CHECK(S(f.out) == kRows4);
   CHECK(S(f.iter) == "{replicated}");
-  CHECK(TupleElementSharding(*f.loop, 0).ToString() == kRows4);
+  CHECK(Listed(TupleElementSharding(*f.loop, 0)) == kRows4);
 }
 
 TEST_CASE("loops: backward from the loop's users and from inside the body") {

@@ -42,9 +42,15 @@ inline bool Propagate(ir::Module& m, int64_t num_devices, const PropagationOptio
   return changed;
 }
 
-// The sharding's text, "{none}" when unset.
+// The sharding's text with the devices listed ("{devices=[2,2]0,2,1,3}" also for the iota form
+// "{devices=[2,2]<=[2,2]T(1,0)}"), so that expectations name the devices whatever form
+// propagation keeps; "{none}" when unset.
+inline std::string Listed(ir::Sharding s) {
+  if (s.kind == ir::Sharding::Kind::kTiled) s.devices = s.devices.ToVector();
+  return s.ToString();
+}
 inline std::string S(const ir::Instruction* x) {
-  return x->sharding ? x->sharding->ToString() : "{none}";
+  return x->sharding ? Listed(*x->sharding) : "{none}";
 }
 
 }  // namespace podsim::partitioner::testing

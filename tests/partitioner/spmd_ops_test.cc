@@ -22,18 +22,8 @@ using Counts = std::map<std::string, int64_t>;
 
 const ir::Sharding kRep = ir::Sharding::Replicated();
 
-struct Fixture {
-  std::unique_ptr<ir::Module> m = std::make_unique<ir::Module>("ops");
-  ir::Builder b{m->AddComputation("main", true)};
-  Instruction* Param(int64_t n, std::vector<int64_t> dims, const ir::Sharding& s,
-                     DType t = DType::kF32) {
-    return With(b.Parameter(n, Shape(t, std::move(dims)), "p" + std::to_string(n)), s);
-  }
-  Counts Check(int64_t d, uint64_t seed = 7) {
-    PartitionResult r = testing::Partition(*m, d);
-    testing::CheckNumerics(*m, r, seed);
-    return CollectiveCounts(*r.module);
-  }
+struct Fixture : testing::SpmdFixture {
+  Fixture() : SpmdFixture("ops") {}
 };
 
 TEST_CASE("elementwise chain on uneven shards, with compare/select/convert") {
@@ -93,7 +83,7 @@ TEST_CASE("broadcast and transpose keep splits without collectives") {
   CHECK(h.Check(4).empty());
 }
 
-TEST_CASE("reshape: splits on the major dim of a group carry over; others fall back") {
+TEST_CASE("reshape: splits on the major dim of a group carry over, realigned when uneven") {
   Fixture f;
   auto* x = f.Param(0, {8, 6}, Split(2, 0, 4));
   With(f.b.Reshape(x, {48}), Split(1, 0, 4));
@@ -106,11 +96,12 @@ TEST_CASE("reshape: splits on the major dim of a group carry over; others fall b
   auto* z = h.Param(0, {24}, Split(1, 0, 4));
   With(h.b.Reshape(z, {4, 6}), Split(2, 0, 4));
   CHECK(h.Check(4).empty());
-  // Uneven: [6,4] split 4 on rows is not contiguous per partition in [24]: fallback, correct.
+  // Uneven: [6,4] split 4 on rows (tiles of 8 elements) onto [24] (tiles of 6): the tiles are
+  // misaligned by 2 elements per tile, realigned by one halo exchange (spmd_halo_test.cc).
   Fixture u;
   auto* w = u.Param(0, {6, 4}, Split(2, 0, 4));
   With(u.b.Reshape(w, {24}), Split(1, 0, 4));
-  CHECK(!u.Check(4).empty());
+  CHECK(u.Check(4) == Counts{{"collective-permute", 1}});
 }
 
 TEST_CASE("reduce: masks, kinds, several dims, 2-D meshes") {
@@ -179,7 +170,7 @@ TEST_CASE("dot: batch dims, 2-D meshes, bf16, uneven everything") {
   u.Check(4);
 }
 
-TEST_CASE("dim-wise ops keep pass-through splits and gather worked-on dims (fallback)") {
+TEST_CASE("dim-wise ops keep pass-through splits; split worked-on dims scan or fall back") {
   for (int64_t d : {2, 4}) {
     CAPTURE(d);
     Fixture f;
@@ -217,8 +208,10 @@ TEST_CASE("dim-wise ops keep pass-through splits and gather worked-on dims (fall
     PartitionResult r = testing::Partition(*f.m, d);
     testing::CheckNumerics(*f.m, r);
     const std::string why = ExplainProvenance(r);
-    CHECK(why.find("fallback: cumsum needs dims {1} whole") != std::string::npos);
-    CHECK(why.find("fallback: gather needs dims {0} whole") != std::string::npos);
+    // Cumsum and gather along their split dim are native now (spmd_scan_test.cc).
+    CHECK(why.find("cumsum along split dim 1: tile totals") != std::string::npos);
+    CHECK(why.find("gather along split axis 0") != std::string::npos);
+    CHECK(why.find("fallback") == std::string::npos);
   }
 }
 

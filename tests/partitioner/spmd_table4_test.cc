@@ -177,9 +177,12 @@ TEST_CASE("table 4: Einsum GSEC,GSM->EGCM with G sharded to E sharded is one All
   }
 }
 
-TEST_CASE("table 4: Convolution with spatial X sharded (halo exchange not yet: fallback)") {
-  auto m = std::make_unique<ir::Module>("conv");
-  ir::Builder b(m->AddComputation("main", true));
+TEST_CASE("table 4: Convolution with spatial X sharded is O(1) CollectivePermutes (halos)") {
+  // Window 3, stride 2, padding 1 over 4 partitions. x = 16: tiles of 4 inputs and 2 outputs;
+  // tile c's windows read positions 4c - 1 .. 4c + 3: one element from the left neighbour, the
+  // last tile's right edge is the padding. x = 13 (uneven: tiles of 4, the last holding 1 real
+  // element): the same single left halo. Over 2 partitions, 13 gives tiles of 7 inputs and 4
+  // outputs: tile 0 reads positions -1..7, one from the right neighbour instead.
   ir::ConvDims cd;
   cd.input_batch = 0;
   cd.input_feature = 2;
@@ -190,19 +193,29 @@ TEST_CASE("table 4: Convolution with spatial X sharded (halo exchange not yet: f
   cd.output_batch = 0;
   cd.output_feature = 2;
   cd.output_spatial = {1};
-  auto* x = With(b.Parameter(0, Shape(DType::kF32, {2, 16, 3}), "x"), Split(3, 1, 4));
-  auto* w = With(b.Parameter(1, Shape(DType::kF32, {3, 3, 5}), "w"), kRep);
   ir::WindowDim win;
   win.size = 3;
   win.stride = 2;
   win.pad_low = 1;
   win.pad_high = 1;
-  With(b.Convolution(x, w, cd, {win}), Split(3, 1, 4));
-  PartitionResult r = testing::Partition(*m, 4);
-  testing::CheckNumerics(*m, r);
-  CHECK(CollectiveCounts(*r.module) == Counts{{"all-gather", 1}});
-  CHECK(ExplainProvenance(r).find("fallback: convolution needs dims {1} whole") !=
-        std::string::npos);
+  for (int64_t d : {2, 4, 8}) {
+    for (int64_t x_len : {16, 13}) {
+      CAPTURE(d);
+      CAPTURE(x_len);
+      auto m = std::make_unique<ir::Module>("conv");
+      ir::Builder b(m->AddComputation("main", true));
+      auto* x = With(b.Parameter(0, Shape(DType::kF32, {2, x_len, 3}), "x"), Split(3, 1, d));
+      auto* w = With(b.Parameter(1, Shape(DType::kF32, {3, 3, 5}), "w"), kRep);
+      With(b.Convolution(x, w, cd, {win}), Split(3, 1, d));
+      PartitionResult r = testing::Partition(*m, d);
+      testing::CheckNumerics(*m, r);
+      const Counts counts = CollectiveCounts(*r.module);
+      REQUIRE(counts.size() == 1);
+      CHECK(counts.begin()->first == "collective-permute");
+      CHECK(counts.begin()->second == 1);
+      CHECK(ExplainProvenance(r).find("fallback") == std::string::npos);
+    }
+  }
 }
 
 }  // namespace

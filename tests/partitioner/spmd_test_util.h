@@ -7,10 +7,12 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <vector>
 
+#include "ir/builder.h"
 #include "ir/error.h"
 #include "ir/interpreter.h"
 #include "ir/module.h"
@@ -82,5 +84,27 @@ inline void CheckNumerics(const ir::Module& m, const PartitionResult& r, uint64_
   INFO(ExplainProvenance(r));
   CHECK(report.ok());
 }
+
+// A one-computation module under construction, partitioned and checked numerically.
+struct SpmdFixture {
+  explicit SpmdFixture(const std::string& name = "spmd")
+      : m(std::make_unique<ir::Module>(name)), b(m->AddComputation("main", true)) {}
+  std::unique_ptr<ir::Module> m;
+  ir::Builder b;
+  ir::Instruction* Param(int64_t n, std::vector<int64_t> dims, const ir::Sharding& s,
+                         ir::DType t = ir::DType::kF32) {
+    return With(b.Parameter(n, ir::Shape(t, std::move(dims)), "p" + std::to_string(n)), s);
+  }
+  // Partitions for d, checks numerics against the unpartitioned run, returns the result.
+  PartitionResult Run(int64_t d, uint64_t seed = 7) {
+    PartitionResult r = Partition(*m, d);
+    CheckNumerics(*m, r, seed);
+    return r;
+  }
+  // As Run, returning the inserted collectives by opcode name.
+  std::map<std::string, int64_t> Check(int64_t d, uint64_t seed = 7) {
+    return CollectiveCounts(*Run(d, seed).module);
+  }
+};
 
 }  // namespace podsim::partitioner::testing

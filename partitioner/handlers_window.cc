@@ -1,0 +1,260 @@
+// SPMD handler for ops that slide a window along some dims: convolution, reduce-window, pad and
+// slice. Dims the op does not touch keep any split, as in handlers_data.cc. A windowed dim that
+// is split stays split: each partition exchanges halos with its neighbours and runs the op on
+// its tile plus halos with one static configuration (partitioner/halo.h; GShard Figure 5a for
+// convolution and reduce-window, 5b for pad, and slice as a window of size 1 with the slice's
+// stride). The output of a windowed dim is split the same number of ways over the same
+// partitions as the input (ceil-division tiles, the padding of the last tiles unspecified).
+//
+// Which layout: the operand's (its split carried through every dim) or the declared result's,
+// the cheaper by ReshardCostModel (operand reshards + halo bytes + result reshard; the declared
+// one on ties). Fallbacks, logged as "fallback" in the provenance: a halo larger than a
+// neighbour's tile makes that dim whole; dims the op contracts or mixes (convolution input
+// features, grouped output features) are made whole.
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "ir/error.h"
+#include "partitioner/halo.h"
+#include "partitioner/spmd_visitor.h"
+
+namespace podsim::partitioner {
+
+using ir::Instruction;
+using ir::Opcode;
+using ir::Shape;
+
+namespace {
+
+struct WindowedDim {
+  int64_t in_dim;   // dim of operand 0
+  int64_t out_dim;  // dim of the result
+  ir::WindowDim window;
+};
+
+// How a windowed op maps its operands' dims to its result's.
+struct WindowOp {
+  // Per operand: operand dim -> result dim it passes or slides into, -1 when it must be whole.
+  std::vector<std::vector<int64_t>> pass;
+  std::vector<WindowedDim> windowed;  // dims of operand 0 that slide a window
+};
+
+bool Trivial(const ir::WindowDim& w) { return w == ir::WindowDim{}; }
+
+WindowOp Describe(const Instruction& i) {
+  WindowOp op;
+  for (const Instruction* o : i.operands) op.pass.emplace_back(o->shape.rank(), -1);
+  const Shape& x = i.operands[0]->shape;
+  switch (i.opcode) {
+    case Opcode::kConvolution: {
+      const ir::ConvDims& c = i.conv;
+      op.pass[0][c.input_batch] = c.output_batch;
+      if (i.feature_group_count == 1) op.pass[1][c.kernel_output_feature] = c.output_feature;
+      for (size_t s = 0; s < c.input_spatial.size(); ++s) {
+        op.pass[0][c.input_spatial[s]] = c.output_spatial[s];
+        op.windowed.push_back({c.input_spatial[s], c.output_spatial[s], i.window[s]});
+      }
+      break;
+    }
+    case Opcode::kReduceWindow:
+      for (int64_t d = 0; d < x.rank(); ++d) {
+        op.pass[0][d] = d;
+        if (!Trivial(i.window[d])) op.windowed.push_back({d, d, i.window[d]});
+      }
+      break;
+    case Opcode::kPad:
+      for (int64_t d = 0; d < x.rank(); ++d) {
+        op.pass[0][d] = d;
+        const ir::PadDim& p = i.padding[d];
+        if (p == ir::PadDim{}) continue;
+        op.windowed.push_back({d, d, ir::WindowDim{1, 1, p.low, p.high, p.interior + 1, 1}});
+      }
+      break;
+    case Opcode::kSlice:
+      for (int64_t d = 0; d < x.rank(); ++d) {
+        op.pass[0][d] = d;
+        if (i.slice_starts[d] == 0 && i.slice_limits[d] == x.dims[d] && i.slice_strides[d] == 1) {
+          continue;
+        }
+        op.windowed.push_back(
+            {d, d, ir::WindowDim{1, i.slice_strides[d], -i.slice_starts[d], 0, 1, 1}});
+      }
+      break;
+    default:
+      throw Error("internal: %" + i.name + " is not a windowed op");
+  }
+  return op;
+}
+
+std::string DimList(const std::vector<int64_t>& dims) {
+  std::string out = "{";
+  for (size_t k = 0; k < dims.size(); ++k) out += (k ? "," : "") + std::to_string(dims[k]);
+  return out + "}";
+}
+
+// A compute layout for the result with a halo plan per windowed dim (nullopt: not split).
+struct Candidate {
+  TileLayout layout;
+  std::vector<std::optional<HaloPlan>> plans;  // per WindowOp::windowed entry
+  std::vector<int64_t> too_wide;               // result dims made whole: halo > tile
+  double cost = 0;
+};
+
+HaloGeometry Geometry(const Instruction& i, const WindowedDim& w, int64_t tiles) {
+  HaloGeometry g;
+  g.tiles = tiles;
+  g.in_extent = i.operands[0]->shape.dims[w.in_dim];
+  g.in_shard = ShardExtent(g.in_extent, tiles);
+  g.out_extent = i.shape.dims[w.out_dim];
+  g.out_shard = ShardExtent(g.out_extent, tiles);
+  g.window = w.window;
+  return g;
+}
+
+}  // namespace
+
+ShardedValue SpmdVisitor::HandleWindowed(const Instruction& i) {
+  const WindowOp op = Describe(i);
+  const int64_t out_rank = i.shape.rank();
+  std::vector<bool> passed(out_rank, false);
+  for (const auto& p : op.pass) {
+    for (int64_t o : p) {
+      if (o >= 0) passed[o] = true;
+    }
+  }
+  const TileLayout declared = Declared(i);
+  Resharder costs(options_.cost_model, nullptr);
+  const double latency = options_.cost_model.collective_latency_bytes;
+
+  auto make = [&](TileLayout l) {
+    Candidate c{l, {}, {}, 0};
+    for (int64_t o = 0; o < out_rank; ++o) {
+      if (!passed[o] && c.layout.tiles(o) > 1) c.layout = c.layout.Gathered(o);
+    }
+    c.plans.assign(op.windowed.size(), std::nullopt);
+    for (size_t k = 0; k < op.windowed.size(); ++k) {
+      const WindowedDim& w = op.windowed[k];
+      const int64_t t = c.layout.tiles(w.out_dim);
+      if (t == 1) continue;
+      c.plans[k] = PlanHalo(Geometry(i, w, t));
+      if (!c.plans[k]) {
+        c.too_wide.push_back(w.out_dim);
+        c.layout = c.layout.Gathered(w.out_dim);
+      }
+    }
+    for (size_t k = 0; k < i.operands.size(); ++k) {
+      const ShardedValue& v = Operand(i, static_cast<int64_t>(k));
+      c.cost += costs.Cost(v.global, v.layout, c.layout.Projected(op.pass[k]));
+    }
+    const Shape x_local = c.layout.Projected(op.pass[0]).ShardShape(i.operands[0]->shape);
+    for (size_t k = 0; k < op.windowed.size(); ++k) {
+      if (!c.plans[k]) continue;
+      const int64_t along = x_local.dims[op.windowed[k].in_dim];
+      const double slab = static_cast<double>(x_local.ByteSize()) / static_cast<double>(along);
+      c.cost += HaloCost(*c.plans[k], slab, latency);
+    }
+    c.cost += costs.Cost(i.shape, c.layout, declared);
+    return c;
+  };
+  std::vector<int64_t> from_operand(out_rank, -1);
+  for (size_t d = 0; d < op.pass[0].size(); ++d) {
+    if (op.pass[0][d] >= 0) from_operand[op.pass[0][d]] = static_cast<int64_t>(d);
+  }
+  Candidate best = make(declared);
+  Candidate other = make(Operand(i, 0).layout.Projected(from_operand));
+  if (other.cost < best.cost) best = std::move(other);
+  const TileLayout& layout = best.layout;
+
+  // Operands in the compute layout; splits the op cannot keep are logged as fallbacks.
+  const std::string name(ir::OpcodeName(i.opcode));
+  std::vector<Instruction*> locals;
+  for (size_t k = 0; k < i.operands.size(); ++k) {
+    const ShardedValue& v = Operand(i, static_cast<int64_t>(k));
+    std::vector<int64_t> whole, wide;
+    for (int64_t d = 0; d < v.global.rank(); ++d) {
+      if (v.layout.tiles(d) == 1) continue;
+      const int64_t o = op.pass[k][d];
+      if (o < 0) {
+        whole.push_back(d);
+      } else if (std::find(best.too_wide.begin(), best.too_wide.end(), o) != best.too_wide.end()) {
+        wide.push_back(d);
+      }
+    }
+    std::string note;
+    if (!whole.empty()) note = "fallback: " + name + " needs dims " + DimList(whole) + " whole";
+    if (!wide.empty()) {
+      note += std::string(note.empty() ? "" : "; ") + "fallback: " + name + " halo along dims " +
+              DimList(wide) + " is larger than a tile";
+    }
+    locals.push_back(
+        OperandAs(i, static_cast<int64_t>(k), layout.Projected(op.pass[k]), note).local);
+  }
+
+  // The fill read where a window leaves the operand (and by every masked position).
+  const ir::DType dtype = i.operands[0]->shape.dtype;
+  Instruction* fill = nullptr;
+  switch (i.opcode) {
+    case Opcode::kConvolution:
+      fill = sb().Scalar(dtype, 0);
+      break;
+    case Opcode::kReduceWindow:
+      fill = sb().Scalar(dtype, ir::ReduceIdentity(i.reduce_kind));
+      break;
+    case Opcode::kPad:
+      fill = locals[1];
+      break;
+    default:  // slice: no valid output reads outside the operand
+      break;
+  }
+
+  // Halo exchange per split windowed dim, then the op with its window narrowed to the tile.
+  const TileLayout x_layout = layout.Projected(op.pass[0]);
+  std::unique_ptr<Instruction> li = std::make_unique<Instruction>(i);
+  const Shape x_local = x_layout.ShardShape(i.operands[0]->shape);
+  for (size_t k = 0; k < op.windowed.size(); ++k) {
+    const WindowedDim& w = op.windowed[k];
+    ir::WindowDim local = w.window;
+    if (best.plans[k]) {
+      const HaloGeometry g = Geometry(i, w, layout.tiles(w.out_dim));
+      locals[0] = ExchangeHalo(sb(), resharder_, locals[0], w.in_dim, x_layout, w.in_dim, g,
+                               *best.plans[k], fill, {i.name, "operand 0", ""});
+      local = best.plans[k]->local;
+    }
+    switch (i.opcode) {
+      case Opcode::kConvolution:
+        li->window[k] = local;
+        break;
+      case Opcode::kReduceWindow:
+        li->window[w.in_dim] = local;
+        break;
+      case Opcode::kPad:
+        li->padding[w.in_dim] = ir::PadDim{local.pad_low, local.pad_high, local.base_dilation - 1};
+        break;
+      case Opcode::kSlice:
+        if (best.plans[k]) {
+          li->slice_starts[w.in_dim] = local.pad_low;
+          li->slice_limits[w.in_dim] = locals[0]->shape.dims[w.in_dim];
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  if (i.opcode == Opcode::kSlice) {
+    // Untouched dims: the whole local tile.
+    for (int64_t d = 0; d < x_local.rank(); ++d) {
+      if (i.slice_starts[d] == 0 && i.slice_limits[d] == i.operands[0]->shape.dims[d] &&
+          i.slice_strides[d] == 1) {
+        li->slice_limits[d] = x_local.dims[d];
+      }
+    }
+  }
+  Instruction* local = CloneLocal(*li, std::move(locals), layout.ShardShape(i.shape));
+  return ShardedValue{local, i.shape, layout};
+}
+
+}  // namespace podsim::partitioner
