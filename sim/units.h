@@ -1,6 +1,7 @@
 #pragma once
 // Distinct unit types: integer picosecond Time, Bytes, BytesPerSecond, Flops.
 
+#include <compare>
 #include <cstdint>
 #include <limits>
 

@@ -2,6 +2,21 @@
 // A collective algorithm's output: a DAG of point-to-point chunk transfers (and local copies /
 // reductions) between partitions. The timing run executes it on a network model; the functional
 // run executes it on real float buffers. Both read the same Schedule.
+//
+// Buffers: every partition has an input, an output and (if the algorithm needs one) a scratch
+// buffer of Schedule::{input,output,scratch}_elements. Outputs start as zeros, scratch as NaN
+// (so reading scratch that nothing wrote poisons the result).
+//
+// A transfer moves one contiguous piece (src_offset, dst_offset, elements) or, when
+// num_segments > 0, a gather/scatter list of pieces Schedule::segments[first_segment ..
+// first_segment + num_segments) sent as ONE network message of `elements` (their sum) elements.
+// A transfer with src == dst is a local copy or reduction: no network. A local transfer with
+// elements == 0 is a join (a synchronisation point that moves nothing).
+//
+// Dependencies: a transfer starts once every transfer in `deps` has completed; deps refer to
+// earlier indices only, so the vector order is a topological order. Transfers not ordered by deps
+// never conflict (no overlapping writes, except two reductions, which commute; no read of a range
+// another writes), so any topological order gives the same result (tests check this).
 
 #include <cstdint>
 #include <string>
@@ -10,33 +25,75 @@
 
 namespace podsim::sim {
 
-enum class CollectiveKind : uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kCollectivePermute };
+enum class CollectiveKind : uint8_t {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kAllToAll,
+  kCollectivePermute
+};
 
 // Which per-partition buffer a chunk lives in.
-enum class Buffer : uint8_t { kInput, kOutput };
+enum class Buffer : uint8_t { kInput, kOutput, kScratch };
 
+// One contiguous piece of a multi-piece transfer, in elements.
+struct Segment {
+  int64_t src_offset = 0;
+  int64_t dst_offset = 0;
+  int64_t elements = 0;
+};
+
+// Fields ordered for packing: a schedule can hold millions of these.
 struct ChunkTransfer {
-  int64_t src = 0;            // partition that sends (src == dst: a local copy / reduction)
-  int64_t dst = 0;            // partition that receives
-  Buffer src_buffer = Buffer::kInput;
-  int64_t src_offset = 0;     // in elements
-  Buffer dst_buffer = Buffer::kOutput;
-  int64_t dst_offset = 0;     // in elements
-  int64_t elements = 0;       // chunk length; bytes = elements * element_bytes
-  bool reduce = false;        // dst[...] += src[...] instead of dst[...] = src[...]
-  int step = 0;               // algorithm step, for --explain and traces
+  int64_t src = 0;         // partition that sends (src == dst: a local copy / reduction)
+  int64_t dst = 0;         // partition that receives
+  int64_t src_offset = 0;  // in elements (first piece when segmented)
+  int64_t dst_offset = 0;  // in elements (first piece when segmented)
+  int64_t elements = 0;    // elements moved (sum over segments); bytes = elements * element_bytes
+  int64_t first_segment = 0;  // index into Schedule::segments when num_segments > 0
   std::vector<int64_t> deps;  // indices of transfers that must complete before this one starts
+  int32_t num_segments = 0;   // 0: one contiguous piece (src_offset, dst_offset, elements)
+  int32_t step = 0;           // algorithm step, for --explain and traces (0-based)
+  Buffer src_buffer = Buffer::kInput;
+  Buffer dst_buffer = Buffer::kOutput;
+  bool reduce = false;  // dst[...] += src[...] instead of dst[...] = src[...]
+
+  bool local() const { return src == dst; }
 };
 
 struct Schedule {
   CollectiveKind kind = CollectiveKind::kAllReduce;
-  std::string algorithm;                 // e.g. "ring-bidir", "torus-2d", "direct"
-  int64_t num_partitions = 0;            // partitions taking part (buffers exist for all)
+  std::string algorithm;       // e.g. "ring-bidir", "torus", "direct"
+  int64_t num_partitions = 0;  // buffers exist for partitions 0 .. num_partitions-1
   int64_t element_bytes = 4;
-  std::vector<int64_t> input_elements;   // per partition
-  std::vector<int64_t> output_elements;  // per partition
-  std::vector<ChunkTransfer> transfers;  // in a valid topological order of deps
-  int num_steps = 0;
+  std::vector<int64_t> input_elements;    // per partition
+  std::vector<int64_t> output_elements;   // per partition (0 for partitions in no group)
+  std::vector<int64_t> scratch_elements;  // per partition; empty: no scratch buffers
+  std::vector<ChunkTransfer> transfers;   // in a valid topological order of deps
+  std::vector<Segment> segments;          // pieces of the segmented transfers
+  int num_steps = 0;                      // 1 + the largest step of a network transfer (0: none)
+  // The replica groups it runs over (resolved: never empty for group collectives; empty for
+  // collective-permute), and the permute pairs.
+  std::vector<std::vector<int64_t>> replica_groups;
+  std::vector<std::pair<int64_t, int64_t>> source_target_pairs;
+  int chunks = 1;  // pipelining depth it was built with
+  // Human-readable: the algorithm, the ring orders / axes it uses, per-step meaning.
+  std::string description;
+
+  int64_t Bytes(const ChunkTransfer& t) const { return t.elements * element_bytes; }
 };
+
+// Calls f(src_offset, dst_offset, elements) for each contiguous piece of t.
+template <typename F>
+void ForEachPiece(const Schedule& schedule, const ChunkTransfer& t, F&& f) {
+  if (t.num_segments == 0) {
+    f(t.src_offset, t.dst_offset, t.elements);
+    return;
+  }
+  for (int64_t i = t.first_segment; i < t.first_segment + t.num_segments; ++i) {
+    const Segment& s = schedule.segments[static_cast<size_t>(i)];
+    f(s.src_offset, s.dst_offset, s.elements);
+  }
+}
 
 }  // namespace podsim::sim

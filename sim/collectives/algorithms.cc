@@ -1,0 +1,109 @@
+#include "sim/collectives/algorithms.h"
+
+#include <algorithm>
+#include <string>
+
+#include "ir/error.h"
+#include "sim/collectives/algorithms_internal.h"
+#include "sim/collectives/group_geometry.h"
+
+namespace podsim::sim {
+namespace internal {
+
+std::string ShortList(const std::vector<int64_t>& ids, size_t max_shown) {
+  std::string s = "partitions";
+  for (size_t i = 0; i < ids.size() && i < max_shown; ++i) s += " " + std::to_string(ids[i]);
+  if (ids.size() > max_shown) s += " ... (" + std::to_string(ids.size()) + ")";
+  return s;
+}
+
+}  // namespace internal
+
+namespace {
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string> AlgorithmNames(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kReduceScatter: return {"ring", "ring-bidir", "torus", "direct"};
+    case CollectiveKind::kAllToAll: return {"direct", "dim-staged"};
+    case CollectiveKind::kCollectivePermute: return {"direct"};
+  }
+  return {};
+}
+
+std::string DefaultAlgorithm(const CollectiveSpec& spec, const topo::Topology& topology) {
+  const auto groups = ResolveReplicaGroups(spec, topology.num_cores());
+  if (spec.kind == CollectiveKind::kAllToAll || spec.kind == CollectiveKind::kCollectivePermute) {
+    return "direct";
+  }
+  if (topology.grid() == nullptr) return "ring-bidir";
+  bool all_multi_axis_boxes = true;
+  for (const auto& group : groups) {
+    const auto box = AnalyzeBox(topology, group);
+    if (!box || box->axes.size() < 2) all_multi_axis_boxes = false;
+  }
+  return all_multi_axis_boxes ? "torus" : "ring-bidir";
+}
+
+Schedule BuildSchedule(const CollectiveSpec& spec, const topo::Topology& topology,
+                       const AlgorithmOptions& options) {
+  const int64_t num_partitions = topology.num_cores();
+  const std::vector<std::vector<int64_t>> groups = ResolveReplicaGroups(spec, num_partitions);
+  if (options.chunks < 1) {
+    throw Error("chunks: must be >= 1, got " + std::to_string(options.chunks));
+  }
+  std::string algorithm = options.algorithm;
+  if (algorithm.empty() || algorithm == "default") algorithm = DefaultAlgorithm(spec, topology);
+  const std::vector<std::string> names = AlgorithmNames(spec.kind);
+  if (std::find(names.begin(), names.end(), algorithm) == names.end()) {
+    throw Error("algorithm: '" + algorithm + "' does not apply to " +
+                CollectiveKindName(spec.kind) + " (known: " + JoinNames(names) + ")");
+  }
+
+  Schedule schedule;
+  schedule.kind = spec.kind;
+  schedule.algorithm = algorithm;
+  schedule.num_partitions = num_partitions;
+  schedule.element_bytes = spec.element_bytes;
+  schedule.chunks = options.chunks;
+  schedule.replica_groups = groups;
+  schedule.source_target_pairs = spec.source_target_pairs;
+  schedule.input_elements.assign(static_cast<size_t>(num_partitions), spec.elements);
+  if (spec.kind == CollectiveKind::kCollectivePermute) {
+    schedule.output_elements.assign(static_cast<size_t>(num_partitions), spec.elements);
+  } else {
+    schedule.output_elements.assign(static_cast<size_t>(num_partitions), 0);
+    for (const auto& group : groups) {
+      const int64_t g = static_cast<int64_t>(group.size());
+      for (int64_t i = 0; i < g; ++i) {
+        schedule.output_elements[static_cast<size_t>(group[static_cast<size_t>(i)])] =
+            OutputElements(spec.kind, spec.elements, g, i);
+      }
+    }
+  }
+
+  const internal::BuildContext context{spec, topology, options, groups};
+  if (algorithm == "ring") {
+    internal::BuildRing(context, /*bidirectional=*/false, schedule);
+  } else if (algorithm == "ring-bidir") {
+    internal::BuildRing(context, /*bidirectional=*/true, schedule);
+  } else if (algorithm == "torus") {
+    internal::BuildTorus(context, schedule);
+  } else if (algorithm == "direct") {
+    internal::BuildDirect(context, schedule);
+  } else if (algorithm == "dim-staged") {
+    internal::BuildAllToAllStaged(context, schedule);
+  }
+  return schedule;
+}
+
+}  // namespace podsim::sim

@@ -1,0 +1,52 @@
+#pragma once
+// Collective algorithms: turn a CollectiveSpec on a topology into a Schedule.
+//
+// Algorithms (by name):
+//   "ring"        unidirectional ring (all-reduce, all-gather, reduce-scatter); ring order from
+//                 ChooseRingOrder (group_geometry.h): a Hamiltonian cycle on box groups.
+//   "ring-bidir"  bidirectional ring: each piece halved, one half each way round.
+//   "torus"       dimension-wise: reduce-scatter along each axis of a box group in turn, then
+//                 all-gather back in reverse order, a bidirectional ring per line (all-reduce,
+//                 all-gather, reduce-scatter; box groups on grid topologies).
+//   "direct"      every pair at once, one message per pair (every collective; the only one for
+//                 collective-permute).
+//   "dim-staged"  all-to-all in one stage per axis, aggregated messages between neighbours of
+//                 one axis (box groups on grid topologies).
+// Default (DefaultAlgorithm): all-to-all and collective-permute: "direct" (GShard's all-to-all:
+// every pair at once, routed dimension by dimension). All-reduce, all-gather, reduce-scatter:
+// "torus" on a grid topology when every group is a box spanning >= 2 axes (the core axis
+// counts), else "ring-bidir".
+// Each replica group runs the algorithm independently and concurrently, in one schedule.
+
+#include <string>
+#include <vector>
+
+#include "sim/collectives/collective.h"
+#include "sim/collectives/schedule.h"
+#include "topologies/topology.h"
+
+namespace podsim::sim {
+
+struct AlgorithmOptions {
+  // "" or "default": DefaultAlgorithm(); otherwise one of AlgorithmNames(kind).
+  std::string algorithm;
+  // Pipelining depth (>= 1): ring and torus pieces are cut into this many sub-chunks, each
+  // forwarded as soon as it has arrived (a sub-chunk waits only for the same sub-chunk of the
+  // previous step). Direct and dim-staged messages are not cut.
+  int chunks = 1;
+};
+
+// Algorithm names that apply to `kind` (default first is not implied; see DefaultAlgorithm).
+std::vector<std::string> AlgorithmNames(CollectiveKind kind);
+
+// The default algorithm for the spec on the topology (see the file comment). Validates the spec.
+std::string DefaultAlgorithm(const CollectiveSpec& spec, const topo::Topology& topology);
+
+// Builds the schedule. Partitions are the topology's cores. Throws podsim::Error naming the field
+// for a bad spec (replica_groups[..], source_target_pairs[..], elements...), an unknown
+// algorithm or one that does not apply ("algorithm: ...", "replica_groups[1]: algorithm 'torus'
+// needs every group to be a box..."), or chunks < 1 ("chunks: ...").
+Schedule BuildSchedule(const CollectiveSpec& spec, const topo::Topology& topology,
+                       const AlgorithmOptions& options = {});
+
+}  // namespace podsim::sim

@@ -1,0 +1,200 @@
+#include "sim/collectives/schedule_builder.h"
+
+#include <algorithm>
+#include <iterator>
+
+#include "sim/collectives/collective.h"
+
+namespace podsim::sim {
+
+void AppendRange(Ranges& ranges, int64_t offset, int64_t elements) {
+  if (elements <= 0) return;
+  if (!ranges.empty() && ranges.back().offset + ranges.back().elements == offset) {
+    ranges.back().elements += elements;
+    return;
+  }
+  ranges.push_back({offset, elements});
+}
+
+int64_t TotalElements(const Ranges& ranges) {
+  int64_t total = 0;
+  for (const Range& r : ranges) total += r.elements;
+  return total;
+}
+
+std::vector<Ranges> SplitRanges(const Ranges& ranges, int64_t k) {
+  std::vector<Ranges> parts(static_cast<size_t>(k));
+  const int64_t total = TotalElements(ranges);
+  size_t r = 0;
+  int64_t used = 0;  // elements of ranges[r] already given out
+  for (int64_t i = 0; i < k; ++i) {
+    int64_t want = BlockOf(total, k, i).elements;
+    while (want > 0) {
+      const Range& range = ranges[r];
+      const int64_t take = std::min(want, range.elements - used);
+      AppendRange(parts[static_cast<size_t>(i)], range.offset + used, take);
+      used += take;
+      want -= take;
+      if (used == range.elements) {
+        ++r;
+        used = 0;
+      }
+    }
+  }
+  return parts;
+}
+
+ScheduleBuilder::ScheduleBuilder(Schedule& schedule, bool track)
+    : schedule_(schedule), track_(track) {
+  if (track_) regions_.resize(static_cast<size_t>(schedule.num_partitions) * 3);
+}
+
+ScheduleBuilder::RegionMap& ScheduleBuilder::Regions(int64_t partition, Buffer buffer) {
+  RegionMap& map = regions_[static_cast<size_t>(partition * 3 + static_cast<int64_t>(buffer))];
+  if (map.empty()) map.emplace(0, Region{});
+  return map;
+}
+
+void ScheduleBuilder::Collect(int64_t partition, Buffer buffer, int64_t offset, int64_t elements,
+                              Access access, std::vector<int64_t>& deps) {
+  RegionMap& map = Regions(partition, buffer);
+  auto it = std::prev(map.upper_bound(offset));
+  for (; it != map.end() && it->first < offset + elements; ++it) {
+    const Region& r = it->second;
+    if (r.writer >= 0) deps.push_back(r.writer);
+    if (access != Access::kReduce) deps.insert(deps.end(), r.reducers.begin(), r.reducers.end());
+    if (access != Access::kRead) deps.insert(deps.end(), r.readers.begin(), r.readers.end());
+  }
+}
+
+void ScheduleBuilder::Record(int64_t partition, Buffer buffer, int64_t offset, int64_t elements,
+                             Access access, int64_t t) {
+  RegionMap& map = Regions(partition, buffer);
+  // Splits so that a region starts at `pos`; returns it.
+  auto split = [&map](int64_t pos) {
+    auto it = std::prev(map.upper_bound(pos));
+    if (it->first == pos) return it;
+    return map.emplace_hint(std::next(it), pos, it->second);
+  };
+  auto it = split(offset);
+  const int64_t end = offset + elements;
+  split(end);
+  for (; it != map.end() && it->first < end; ++it) {
+    Region& r = it->second;
+    switch (access) {
+      case Access::kRead: r.readers.push_back(t); break;
+      case Access::kWrite:
+        r.writer = t;
+        r.reducers.clear();
+        r.readers.clear();
+        break;
+      case Access::kReduce:
+        r.reducers.push_back(t);
+        r.readers.clear();
+        break;
+    }
+  }
+}
+
+int64_t ScheduleBuilder::Add(int64_t src, Buffer src_buffer, int64_t dst, Buffer dst_buffer,
+                             const std::vector<Segment>& pieces, bool reduce, int step,
+                             const std::vector<int64_t>& extra_deps) {
+  std::vector<Segment> merged;
+  merged.reserve(pieces.size());
+  for (const Segment& s : pieces) {
+    if (s.elements <= 0) continue;
+    if (!merged.empty() && merged.back().src_offset + merged.back().elements == s.src_offset &&
+        merged.back().dst_offset + merged.back().elements == s.dst_offset) {
+      merged.back().elements += s.elements;
+    } else {
+      merged.push_back(s);
+    }
+  }
+  return AddMerged(src, src_buffer, dst, dst_buffer, merged.data(), merged.size(), reduce, step,
+                   extra_deps);
+}
+
+int64_t ScheduleBuilder::AddPiece(int64_t src, Buffer src_buffer, int64_t dst, Buffer dst_buffer,
+                                  const Segment& piece, bool reduce, int step,
+                                  const std::vector<int64_t>& extra_deps) {
+  return AddMerged(src, src_buffer, dst, dst_buffer, &piece, piece.elements > 0 ? 1 : 0, reduce,
+                   step, extra_deps);
+}
+
+int64_t ScheduleBuilder::AddMerged(int64_t src, Buffer src_buffer, int64_t dst, Buffer dst_buffer,
+                                   const Segment* pieces, size_t count, bool reduce, int step,
+                                   const std::vector<int64_t>& extra_deps) {
+  if (count == 0) return -1;
+  const int64_t index = static_cast<int64_t>(schedule_.transfers.size());
+  ChunkTransfer& t = schedule_.transfers.emplace_back();
+  t.src = src;
+  t.dst = dst;
+  t.src_buffer = src_buffer;
+  t.dst_buffer = dst_buffer;
+  t.src_offset = pieces[0].src_offset;
+  t.dst_offset = pieces[0].dst_offset;
+  for (size_t i = 0; i < count; ++i) t.elements += pieces[i].elements;
+  t.reduce = reduce;
+  t.step = step;
+  if (count > 1) {
+    t.first_segment = static_cast<int64_t>(schedule_.segments.size());
+    t.num_segments = static_cast<int32_t>(count);
+    schedule_.segments.insert(schedule_.segments.end(), pieces, pieces + count);
+  }
+  if (!extra_deps.empty()) t.deps = extra_deps;
+  if (track_) {
+    const Access write = reduce ? Access::kReduce : Access::kWrite;
+    for (size_t i = 0; i < count; ++i) {
+      Collect(src, src_buffer, pieces[i].src_offset, pieces[i].elements, Access::kRead, t.deps);
+      Collect(dst, dst_buffer, pieces[i].dst_offset, pieces[i].elements, write, t.deps);
+    }
+    for (size_t i = 0; i < count; ++i) {
+      Record(src, src_buffer, pieces[i].src_offset, pieces[i].elements, Access::kRead, index);
+      Record(dst, dst_buffer, pieces[i].dst_offset, pieces[i].elements, write, index);
+    }
+  }
+  if (t.deps.size() > 1) {
+    std::sort(t.deps.begin(), t.deps.end());
+    t.deps.erase(std::unique(t.deps.begin(), t.deps.end()), t.deps.end());
+  }
+  return index;
+}
+
+int64_t ScheduleBuilder::AddRanges(int64_t src, Buffer src_buffer, int64_t dst, Buffer dst_buffer,
+                                   const Ranges& ranges, bool reduce, int step,
+                                   const std::vector<int64_t>& extra_deps) {
+  if (ranges.size() == 1) {
+    return AddPiece(src, src_buffer, dst, dst_buffer,
+                    {ranges[0].offset, ranges[0].offset, ranges[0].elements}, reduce, step,
+                    extra_deps);
+  }
+  std::vector<Segment> pieces;
+  pieces.reserve(ranges.size());
+  for (const Range& r : ranges) pieces.push_back({r.offset, r.offset, r.elements});
+  return Add(src, src_buffer, dst, dst_buffer, pieces, reduce, step, extra_deps);
+}
+
+int64_t ScheduleBuilder::AddJoin(int64_t partition, const std::vector<int64_t>& deps, int step) {
+  if (deps.empty()) return -1;
+  ChunkTransfer t;
+  t.src = partition;
+  t.dst = partition;
+  t.src_buffer = Buffer::kOutput;
+  t.dst_buffer = Buffer::kOutput;
+  t.step = step;
+  t.deps = deps;
+  std::sort(t.deps.begin(), t.deps.end());
+  t.deps.erase(std::unique(t.deps.begin(), t.deps.end()), t.deps.end());
+  schedule_.transfers.push_back(std::move(t));
+  return static_cast<int64_t>(schedule_.transfers.size()) - 1;
+}
+
+void ScheduleBuilder::Finish() {
+  int steps = 0;
+  for (const ChunkTransfer& t : schedule_.transfers) {
+    if (!t.local()) steps = std::max(steps, t.step + 1);
+  }
+  schedule_.num_steps = steps;
+}
+
+}  // namespace podsim::sim

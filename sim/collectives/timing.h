@@ -1,0 +1,57 @@
+#pragma once
+// The timing run: executes a Schedule on a NetworkModel. A transfer starts when all its deps
+// have completed; network transfers go to the model, local ones (src == dst) take
+// bytes / local_copy_bandwidth (or no time) and never touch the network.
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/collectives/schedule.h"
+#include "sim/network_model.h"
+#include "sim/units.h"
+#include "topologies/topology.h"
+
+namespace podsim::sim {
+
+struct TimingOptions {
+  // Fixed cost of the collective (launch, synchronisation): the first transfers start after it.
+  Time fixed_overhead{0};
+  // Bytes/s of a local copy or reduction (e.g. the HBM bandwidth); 0: local transfers are free.
+  double local_copy_bandwidth = 0;
+  // Keep each transfer's start and end times (TimingResult::transfer_start / transfer_end).
+  bool record_transfers = false;
+};
+
+struct StepTiming {
+  int step = 0;
+  Time start = Time::Max();  // earliest start of one of its network transfers
+  Time end{0};               // latest completion of one of its network transfers
+  int64_t transfers = 0;     // network transfers of the step
+  int64_t bytes = 0;         // their bytes
+};
+
+struct TimingResult {
+  Time total{0};                  // fixed overhead + until the last transfer completes
+  std::vector<StepTiming> steps;  // one per schedule step, in order
+  int64_t network_transfers = 0;
+  int64_t network_bytes = 0;  // bytes of network transfers (each counted once)
+  int64_t local_bytes = 0;    // bytes of local copies / reductions
+  // Bytes each directed link carried during this run (the model's LinkBytes growth), by link id.
+  std::vector<double> link_bytes;
+  int64_t busiest_link = -1;  // id of the link with the most bytes (-1: no network traffic)
+  double busiest_link_bytes = 0;
+  // Busiest link's bytes / (its bandwidth * total), in [0, 1]: the utilisation of the link that
+  // carried the most bytes. max_link_utilization is the largest such ratio over all links.
+  double busiest_link_utilization = 0;
+  double max_link_utilization = 0;
+  std::vector<Time> transfer_start;  // per transfer, with TimingOptions::record_transfers
+  std::vector<Time> transfer_end;
+};
+
+// Runs `schedule` on `network` (over `topology`, which must be the network's) from time 0; the
+// network must be idle and its time <= 0. Throws podsim::Error if the schedule's partitions do
+// not exist on the topology or its deps never let some transfer start.
+TimingResult RunTiming(const Schedule& schedule, const topo::Topology& topology,
+                       NetworkModel& network, const TimingOptions& options = {});
+
+}  // namespace podsim::sim

@@ -1,0 +1,268 @@
+// Dimension-wise torus algorithms for all-reduce, all-gather and reduce-scatter over box groups
+// (a whole torus, a sub-torus, one axis, a sub-block of a mesh; the cores of a chip are an axis).
+//
+// The data is cut into G slots, one per member. Reduce-scatter runs one phase per axis, in the
+// phase order P: in phase t every line along axis P[t] (members equal on every other axis) runs a
+// bidirectional ring reduce-scatter over the slots its members still share (those whose owners
+// match them on P[0..t-1]), split by the owner's coordinate on P[t]. After the last phase each
+// member holds its own slot summed over the group. All-gather runs the same phases in reverse
+// order (P[k-1] first), each line gathering the slots its members hold. All-reduce =
+// reduce-scatter then all-gather over "virtual" slots laid out so that every piece is contiguous.
+//
+// Phase order:
+//  - all-reduce: the core axis first (its on-chip links are fast and halve what the ICI phases
+//    carry), then chip dimensions from the last to the first;
+//  - reduce-scatter / all-gather: slot i is group member i's block, so pieces are contiguous when
+//    reduce-scatter starts with the axis along which the group order varies slowest (all-gather
+//    ends with it); for a group whose order is not a mixed radix of its axes: chip dimensions in
+//    ascending order, the core axis last.
+// Each line's ring follows the axis coordinate order: a closed axis (whole wrapped ring) uses its
+// wraparound link; a line (mesh or partial axis) sends its closing hop back along the line.
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <string>
+
+#include "ir/error.h"
+#include "sim/collectives/algorithms_internal.h"
+#include "sim/collectives/group_geometry.h"
+
+namespace podsim::sim::internal {
+namespace {
+
+// Axis indices of `box`, in reduce-scatter phase order for `kind` (see the file comment).
+std::vector<size_t> PhaseOrder(const BoxGroup& box, CollectiveKind kind) {
+  const size_t k = box.axes.size();
+  std::vector<size_t> order(k);
+  std::iota(order.begin(), order.end(), 0);  // axes: cores first, then dims ascending
+  if (kind == CollectiveKind::kAllReduce) {
+    std::reverse(order.begin(), order.end());
+    if (k > 0 && box.axes[0].dim < 0) std::rotate(order.begin(), order.end() - 1, order.end());
+    return order;
+  }
+  // Mixed radix? group index == base + sum_a coord_a * stride_a for every member.
+  std::vector<int64_t> zero(k, 0);
+  const int64_t base = box.MemberAt(zero);
+  std::vector<int64_t> stride(k);
+  for (size_t a = 0; a < k; ++a) {
+    std::vector<int64_t> unit = zero;
+    unit[a] = 1;
+    stride[a] = box.MemberAt(unit) - base;
+  }
+  bool mixed_radix = true;
+  for (size_t i = 0; i < box.coords.size() && mixed_radix; ++i) {
+    int64_t expect = base;
+    for (size_t a = 0; a < k; ++a) expect += box.coords[i][a] * stride[a];
+    mixed_radix = expect == static_cast<int64_t>(i);
+  }
+  if (mixed_radix) {
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return std::abs(stride[a]) > std::abs(stride[b]); });
+  } else if (k > 0 && box.axes[0].dim < 0) {
+    std::rotate(order.begin(), order.begin() + 1, order.end());
+  }
+  return order;
+}
+
+std::string AxisLabel(const GroupAxis& axis) {
+  return (axis.dim < 0 ? std::string("cores") : "dim" + std::to_string(axis.dim)) + "(" +
+         std::to_string(axis.size) + (axis.closed ? ", ring)" : ", line)");
+}
+
+// Runs the torus phases for one box group.
+class TorusGroupBuilder {
+ public:
+  TorusGroupBuilder(const BuildContext& context, const std::vector<int64_t>& group,
+                    const BoxGroup& box, ScheduleBuilder& builder, Schedule& schedule)
+      : context_(context),
+        group_(group),
+        box_(box),
+        builder_(builder),
+        schedule_(schedule),
+        kind_(context.spec.kind),
+        n_(context.spec.elements),
+        g_(static_cast<int64_t>(group.size())),
+        order_(PhaseOrder(box, kind_)) {}
+
+  std::string Build() {
+    SetUpSlots();
+    int step = 0;
+    const Buffer buffer =
+        kind_ == CollectiveKind::kReduceScatter ? Buffer::kScratch : Buffer::kOutput;
+    if (kind_ != CollectiveKind::kAllGather) {
+      for (size_t t = 0; t < order_.size(); ++t) step = Phase(t, buffer, step, /*reduce=*/true);
+    }
+    if (kind_ != CollectiveKind::kReduceScatter) {
+      for (size_t t = order_.size(); t-- > 0;) step = Phase(t, buffer, step, /*reduce=*/false);
+    }
+    if (kind_ == CollectiveKind::kReduceScatter) {
+      for (int64_t i = 0; i < g_; ++i) {
+        const int64_t member = group_[static_cast<size_t>(i)];
+        const BlockRange b = BlockOf(n_, g_, i);
+        builder_.AddPiece(member, Buffer::kScratch, member, Buffer::kOutput,
+                          {b.offset, 0, b.elements}, false, std::max(0, step - 1));
+      }
+    }
+    std::string axes;
+    for (size_t a : order_) axes += (axes.empty() ? "" : ", ") + AxisLabel(box_.axes[a]);
+    return axes.empty() ? "a single partition" : axes;
+  }
+
+ private:
+  // Slot ranges and the initial local copies.
+  void SetUpSlots() {
+    const size_t k = order_.size();
+    slots_.resize(static_cast<size_t>(g_));
+    for (int64_t i = 0; i < g_; ++i) {
+      const int64_t member = group_[static_cast<size_t>(i)];
+      switch (kind_) {
+        case CollectiveKind::kAllReduce: {
+          int64_t virtual_index = 0;  // mixed radix over the phase order, P[0] most significant
+          for (size_t t = 0; t < k; ++t) {
+            const size_t a = order_[t];
+            virtual_index =
+                virtual_index * box_.axes[a].size + box_.coords[static_cast<size_t>(i)][a];
+          }
+          const BlockRange b = BlockOf(n_, g_, virtual_index);
+          slots_[static_cast<size_t>(i)] = {b.offset, b.elements};
+          builder_.AddRanges(member, Buffer::kInput, member, Buffer::kOutput, {{0, n_}}, false, 0);
+          break;
+        }
+        case CollectiveKind::kAllGather:
+          slots_[static_cast<size_t>(i)] = {i * n_, n_};
+          builder_.AddPiece(member, Buffer::kInput, member, Buffer::kOutput, {0, i * n_, n_}, false,
+                            0);
+          break;
+        case CollectiveKind::kReduceScatter: {
+          const BlockRange b = BlockOf(n_, g_, i);
+          slots_[static_cast<size_t>(i)] = {b.offset, b.elements};
+          schedule_.scratch_elements[static_cast<size_t>(member)] = n_;
+          builder_.AddRanges(member, Buffer::kInput, member, Buffer::kScratch, {{0, n_}}, false, 0);
+          break;
+        }
+        default: break;
+      }
+    }
+  }
+
+  // Ranges of the slots whose owners have `fixed` coordinates on axes order_[0..t] (the other
+  // entries of `fixed` are ignored), sorted by offset and merged.
+  Ranges PieceOf(const std::vector<int64_t>& fixed, size_t t) const {
+    std::vector<size_t> free_axes(order_.begin() + static_cast<std::ptrdiff_t>(t) + 1,
+                                  order_.end());
+    std::vector<int64_t> c = fixed;
+    for (size_t a : free_axes) c[a] = 0;
+    std::vector<Range> found;
+    while (true) {
+      found.push_back(slots_[static_cast<size_t>(box_.MemberAt(c))]);
+      size_t f = 0;
+      for (; f < free_axes.size(); ++f) {
+        if (++c[free_axes[f]] < box_.axes[free_axes[f]].size) break;
+        c[free_axes[f]] = 0;
+      }
+      if (f == free_axes.size()) break;
+    }
+    std::sort(found.begin(), found.end(),
+              [](const Range& a, const Range& b) { return a.offset < b.offset; });
+    Ranges piece;
+    for (const Range& r : found) AppendRange(piece, r.offset, r.elements);
+    return piece;
+  }
+
+  // One phase along axis order_[t] for every line; returns the next free step label.
+  int Phase(size_t t, Buffer buffer, int step0, bool reduce) {
+    const size_t axis = order_[t];
+    const int64_t size = box_.axes[axis].size;
+    // A line's pieces depend only on its coordinates on order_[0..t-1]: computed once per prefix.
+    std::map<int64_t, std::vector<Ranges>> pieces_of_prefix;
+    for (int64_t i = 0; i < g_; ++i) {
+      const std::vector<int64_t>& rep = box_.coords[static_cast<size_t>(i)];
+      if (rep[axis] != 0) continue;  // one representative per line
+      int64_t prefix = 0;
+      for (size_t u = 0; u < t; ++u) prefix = prefix * box_.axes[order_[u]].size + rep[order_[u]];
+      auto [it, fresh] = pieces_of_prefix.try_emplace(prefix);
+      std::vector<int64_t> c = rep;
+      if (fresh) {
+        for (int64_t q = 0; q < size; ++q) {
+          c[axis] = q;
+          it->second.push_back(PieceOf(c, t));
+        }
+      }
+      std::vector<int64_t> ring(static_cast<size_t>(size));
+      for (int64_t q = 0; q < size; ++q) {
+        c[axis] = q;
+        ring[static_cast<size_t>(q)] = group_[static_cast<size_t>(box_.MemberAt(c))];
+      }
+      if (reduce) {
+        RingReduceScatter(builder_, ring, it->second, buffer, step0, context_.options.chunks, true);
+      } else {
+        RingAllGather(builder_, ring, it->second, buffer, step0, context_.options.chunks, true);
+      }
+    }
+    return step0 + static_cast<int>(size) - 1;
+  }
+
+  const BuildContext& context_;
+  const std::vector<int64_t>& group_;
+  const BoxGroup& box_;
+  ScheduleBuilder& builder_;
+  Schedule& schedule_;
+  CollectiveKind kind_;
+  int64_t n_;
+  int64_t g_;
+  std::vector<size_t> order_;  // axis indices in reduce-scatter phase order
+  std::vector<Range> slots_;   // [group index]
+};
+
+}  // namespace
+
+void BuildTorus(const BuildContext& context, Schedule& schedule) {
+  if (context.topology.grid() == nullptr) {
+    throw Error("algorithm: 'torus' needs a torus or mesh topology; '" + context.topology.name() +
+                "' is a custom graph (use ring, ring-bidir or direct)");
+  }
+  std::vector<BoxGroup> boxes;
+  for (size_t g = 0; g < context.groups.size(); ++g) {
+    std::optional<BoxGroup> box = AnalyzeBox(context.topology, context.groups[g]);
+    if (!box) {
+      throw Error("replica_groups[" + std::to_string(g) +
+                  "]: algorithm 'torus' needs every group to be a box of the grid (a product of "
+                  "coordinate ranges, e.g. a row or a sub-torus); " +
+                  ShortList(context.groups[g]) + " is not (use ring, ring-bidir or direct)");
+    }
+    boxes.push_back(std::move(*box));
+  }
+  if (context.spec.kind == CollectiveKind::kReduceScatter) {
+    schedule.scratch_elements.assign(static_cast<size_t>(schedule.num_partitions), 0);
+  }
+  // Upper bound on the transfers: per member and axis, (s - 1) steps x 2 directions x chunks, for
+  // each of the reduce-scatter and all-gather phases, plus two local copies.
+  size_t estimate = 0;
+  for (const BoxGroup& box : boxes) {
+    int64_t steps = 0;
+    for (const GroupAxis& axis : box.axes) steps += axis.size - 1;
+    estimate += static_cast<size_t>(box.size() * (4 * steps * context.options.chunks + 2));
+  }
+  schedule.transfers.reserve(estimate);
+  ScheduleBuilder builder(schedule, /*track=*/true);
+  std::string phases;
+  for (size_t g = 0; g < context.groups.size(); ++g) {
+    TorusGroupBuilder group_builder(context, context.groups[g], boxes[g], builder, schedule);
+    const std::string axes = group_builder.Build();
+    if (phases.size() < 2000) phases += "\n  group " + ShortList(context.groups[g]) + ": " + axes;
+  }
+  builder.Finish();
+  const char* what =
+      context.spec.kind == CollectiveKind::kAllReduce
+          ? "reduce-scatter along each axis in turn, then all-gather in reverse order"
+      : context.spec.kind == CollectiveKind::kReduceScatter
+          ? "reduce-scatter along each axis in turn"
+          : "all-gather along each axis in turn";
+  schedule.description = std::string("dimension-wise torus: ") + what +
+                         "; a bidirectional ring per line, " +
+                         std::to_string(context.options.chunks) +
+                         " sub-chunk(s) per piece; reduce-scatter phase order:" + phases;
+}
+
+}  // namespace podsim::sim::internal
