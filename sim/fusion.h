@@ -1,0 +1,68 @@
+#pragma once
+// Fusion planning as XLA does it on TPU (InstructionFusion, reverse post-order, producer into
+// consumer), at the granularity the device model needs: which instructions run as one kernel,
+// and how many bytes that kernel moves to and from HBM.
+//
+// Rules (per computation; loop bodies are planned on their own):
+//  - Loop fusion: elementwise ops (unary, binary, select, compare, convert) fuse into their
+//    elementwise consumer, and so do broadcast, reshape, iota and constant.
+//  - Input fusion: the same producers fuse into a consuming reduce / argmax (the reduce is the
+//    fusion's root; a reduce never fuses into its consumer).
+//  - Output fusion: a dot or convolution fuses into its elementwise consumer (bias add,
+//    activation, convert); its operands then take only convert, reshape, broadcast, iota and
+//    constant producers. One dot per fusion.
+//  - A producer fuses only when every user is in the same fusion (single-output fusions), except
+//    constant, iota and broadcast, which are duplicated into every consumer that wants them (and
+//    still run on their own if some user did not fuse them).
+//  - Never fused: parameters, tuples, get-tuple-element, partition-id, collectives, loops, and
+//    data movement other than broadcast / reshape (transpose, slices, pad, concatenate, gather,
+//    dynamic-update-slice), sort, top-k, cumsum, reduce-window, random-uniform.
+// A fused group's intermediate values never reach HBM: it reads each distinct external input
+// once and writes its root once. A group of one instruction keeps the cost analysis' bytes
+// (slices read only what they output, dynamic-update-slice works in place).
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/cost.h"
+#include "ir/module.h"
+
+namespace podsim::sim {
+
+enum class FusionKind : uint8_t {
+  kNone,    // one instruction, not fused
+  kLoop,    // elementwise root
+  kInput,   // reduce / argmax root
+  kOutput,  // contains a dot or convolution
+};
+const char* FusionKindName(FusionKind kind);  // "none", "loop", "input", "output"
+
+struct FusionGroup {
+  FusionKind kind = FusionKind::kNone;
+  const ir::Instruction* root = nullptr;  // the value the group produces
+  // Instructions computed by the group, in program order, root last (duplicated constant /
+  // iota / broadcast included).
+  std::vector<const ir::Instruction*> members;
+  // Distinct operands of members that are not members, in first-use order.
+  std::vector<const ir::Instruction*> inputs;
+  double hbm_bytes = 0;  // bytes read from and written to HBM by one execution
+};
+
+struct FusionPlan {
+  // Groups in execution order (by the root's position in the computation).
+  std::vector<FusionGroup> groups;
+  // The group whose root an instruction is, or that computes it as a non-duplicated member.
+  // Duplicated ops that run nowhere on their own are absent.
+  std::unordered_map<const ir::Instruction*, int32_t> group_of;
+  int64_t fused_instructions = 0;  // members of groups of >= 2 instructions
+  double bytes_saved = 0;          // unfused bytes minus fused bytes, summed over groups
+};
+
+// Plans `computation`. costs: per-instruction costs (ir::AnalyzeCost(...).per_instruction).
+// enabled = false: every instruction is its own group with its cost-analysis bytes.
+FusionPlan PlanFusion(const ir::Computation& computation,
+                      const std::unordered_map<const ir::Instruction*, ir::Cost>& costs,
+                      bool enabled);
+
+}  // namespace podsim::sim
