@@ -134,13 +134,28 @@ void CheckOnMesh(const Instruction& x, const Sharding& s, const std::string& wha
       Fail(x, name + " names unknown device " + std::to_string(last) + ";" + mesh + " (0.." +
                   std::to_string(num_devices - 1) + ")");
     }
-    return;
-  }
-  for (int64_t dev : s.devices) {
-    if (dev >= num_devices) {
-      Fail(x, name + " names unknown device " + std::to_string(dev) + ";" + mesh + " (0.." +
-                  std::to_string(num_devices - 1) + ")");
+  } else {
+    for (int64_t dev : s.devices) {
+      if (dev >= num_devices) {
+        Fail(x, name + " names unknown device " + std::to_string(dev) + ";" + mesh + " (0.." +
+                    std::to_string(num_devices - 1) + ")");
+      }
     }
+  }
+  // Every partition runs the same program, so a tiling must say what each one holds: one that
+  // leaves devices out (Split(x, d, n) with n < D) is ambiguous. Partial replication says it.
+  if (NumTiles(s) < num_devices) {
+    std::string hint;
+    if (num_devices % NumTiles(s) == 0 && !s.last_tile_dim_replicate) {
+      std::vector<int64_t> tiles = s.tile_dims;
+      tiles.push_back(num_devices / NumTiles(s));
+      hint = "; to replicate each tile " + std::to_string(tiles.back()) +
+             " ways, use Shard(x, tiles + {" + std::to_string(tiles.back()) +
+             "}, devices, /*last_tile_dim_replicate=*/true), e.g. " +
+             Sharding::TiledIota(tiles, true).ToString();
+    }
+    Fail(x, name + " covers " + std::to_string(NumTiles(s)) + " device(s) but" + mesh +
+                "; a tiling must cover every device" + hint);
   }
 }
 
@@ -215,11 +230,6 @@ void ValidateShardings(const ir::Module& module, int64_t num_devices) {
       const bool manual = region.count(&x) > 0;
       if (x.tiling) {
         CheckOnMesh(x, *x.tiling, "tiling", num_devices);
-        if (x.tiling->kind == Kind::kTiled && x.tiling->NumDevices() != num_devices) {
-          Fail(x, "a manual region's tiling must span every device: " + x.tiling->ToString() +
-                      " spans " + std::to_string(x.tiling->NumDevices()) + ", the mesh has " +
-                      std::to_string(num_devices));
-        }
       }
       if (!x.sharding) continue;
       const Sharding& s = *x.sharding;

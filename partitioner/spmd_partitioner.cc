@@ -148,6 +148,9 @@ void SpmdVisitor::Run(const ir::Computation& in, ir::Computation* out) {
   for (const auto& owned : in.instructions()) {
     const Instruction& i = *owned;
     const size_t mark = out->instructions().size();
+    // Everything built for `i`, including the collectives resharding its operands and result,
+    // takes its name scope, so time breakdowns charge communication to the op that needed it.
+    ir::Builder::ScopeGuard scope(b(), i.scope);
     PartitionedValue v = Visit(i);
     if (!v.is_tuple() && !v.manual) {
       Instruction* local = v.array.local;

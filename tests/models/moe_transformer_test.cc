@@ -381,6 +381,16 @@ TEST_CASE("partitioned for D = 4: two AllToAlls, nothing else, numerically equal
     // E and the combine einsum itself pulls them back to G.
     REQUIRE(r.provenance.size() == 2);
     CHECK(r.provenance[0].user == "dispatched_expert_inputs");
+    // Each inserted AllToAll carries the name scope of the instruction that needed it (in
+    // emission order, which is the provenance order).
+    std::vector<std::string> a2a_scopes;
+    for (const auto& i : r.module->entry()->instructions()) {
+      if (i->opcode == ir::Opcode::kAllToAll) a2a_scopes.push_back(i->scope);
+    }
+    REQUIRE(a2a_scopes.size() == 2);
+    CHECK(a2a_scopes[0] == Find(*mod, r.provenance[0].user)->scope);
+    CHECK(a2a_scopes[1] == Find(*mod, r.provenance[1].user)->scope);
+    CHECK(!a2a_scopes[0].empty());
     if (mod.get() == modules[0].get()) {
       CHECK(r.provenance[1].user == "moe_outputs");
     } else {

@@ -46,7 +46,14 @@ TEST_CASE("Split tiles one dim over devices 0..n-1 and returns the instruction")
   CHECK(Split(x, 1, 3) == x);
   CHECK(x->sharding->ToString() == "{devices=[1,3]<=[3]}");  // the iota form, O(1) in n
   CHECK_NOTHROW(ir::Verify(*f.m));
-  CHECK_NOTHROW(ValidateShardings(*f.m, 4));
+  CHECK_NOTHROW(ValidateShardings(*f.m, 3));
+  // With more devices than parts the other devices' share is unsaid: an error that shows the
+  // partially replicated form (each of the 3 tiles on 2 devices).
+  ExpectError([&] { ValidateShardings(*f.m, 6); }, "instruction %x",
+              "covers 3 device(s) but the mesh has 6 device(s); a tiling must cover every device; "
+              "to replicate each tile 2 ways, use Shard(x, tiles + {2}, devices, "
+              "/*last_tile_dim_replicate=*/true), e.g. {devices=[1,3,2]<=[6] "
+              "last_tile_dim_replicate}");
 }
 
 TEST_CASE("uneven splits are allowed: 15 split 2 ways gives shards of 8") {

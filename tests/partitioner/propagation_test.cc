@@ -298,14 +298,14 @@ TEST_CASE("tuples and get-tuple-element carry element shardings") {
   auto* t = f.b.Tuple({a, b});
   auto* g0 = f.b.GetTupleElement(t, 0);
   auto* g1 = f.b.GetTupleElement(t, 1);
-  Split(f.b.Exp(g1), 0, 2);
+  Shard(f.b.Exp(g1), {2, 2}, {0, 1, 2, 3}, /*last_tile_dim_replicate=*/true);
   Propagate(*f.m, 4);
   CHECK(S(g0) == "{devices=[4]0,1,2,3}");
-  CHECK(S(g1) == "{devices=[2]0,1}");
-  CHECK(S(b) == "{devices=[2]0,1}");  // backward through gte and tuple
+  CHECK(S(g1) == "{devices=[2,2]0,1,2,3 last_tile_dim_replicate}");
+  CHECK(S(b) == "{devices=[2,2]0,1,2,3 last_tile_dim_replicate}");  // back through gte, tuple
   CHECK(S(t) == "{replicated}");      // placeholder; elements via TupleElementSharding
   CHECK(Listed(TupleElementSharding(*t, 0)) == "{devices=[4]0,1,2,3}");
-  CHECK(Listed(TupleElementSharding(*t, 1)) == "{devices=[2]0,1}");
+  CHECK(Listed(TupleElementSharding(*t, 1)) == "{devices=[2,2]0,1,2,3 last_tile_dim_replicate}");
   auto* nested = f.b.Tuple({t, a});
   CHECK(Listed(TupleElementSharding(*f.b.GetTupleElement(nested, 0), 0)) ==
         "{devices=[4]0,1,2,3}");

@@ -147,8 +147,9 @@ TEST_CASE("manual region: bad input is an error naming the instruction") {
   }
   {  // A tiling over fewer devices than the mesh.
     Region r = Build(8, 0);
+    r.x->sharding.reset();
     ExpectError([&] { PropagateShardings(*r.m, 8); }, r.enter->name,
-                "must span every device: {devices=[4,1]<=[4]} spans 4, the mesh has 8");
+                "tiling {devices=[4,1]<=[4]} covers 4 device(s) but the mesh has 8 device(s)");
   }
   {  // A split into more parts than devices, inside the tiling.
     Region r = Build(8, 0);
