@@ -10,6 +10,11 @@ namespace podsim::cli {
 using Args = std::vector<std::string>;
 
 int IrCommand(const Args& args);          // podsim ir verify|print|cost|eval|convert
+int CollectiveCommand(const Args& args);  // podsim collective ...
 int TopologyCommand(const Args& args);    // podsim topology ...
+int RunCommand(const Args& args);         // podsim run EXPERIMENT.json --out DIR
+int PartitionCommand(const Args& args);   // podsim partition FILE --mesh 4x2 [--explain]
+int CheckCommand(const Args& args);       // podsim check FILE --mesh 2x4 [--seed N]
+int SimulateCommand(const Args& args);    // podsim simulate FILE.hlo --topology ...
 
 }  // namespace podsim::cli

@@ -1,6 +1,5 @@
 // podsim ir verify|print|cost|eval|convert: the IR tools.
 
-#include <boost/program_options.hpp>
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
@@ -9,6 +8,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "cli/module_io.h"
 #include "ir/cost.h"
 #include "ir/error.h"
@@ -16,8 +16,6 @@
 #include "ir/text.h"
 
 namespace podsim::cli {
-
-namespace po = boost::program_options;
 
 namespace {
 
@@ -38,13 +36,9 @@ bool ParseArgs(const Args& args, po::options_description& desc,
   desc.add_options()("help,h", "show this help");
   po::positional_options_description pos;
   for (const std::string& p : positional) pos.add(p.c_str(), 1);
-  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-  if (vm.count("help")) {
-    std::cout << usage << "\n" << desc;
-    return false;
-  }
-  po::notify(vm);
-  return true;
+  if (ParseOptions(args, desc, pos, vm)) return true;
+  std::cout << usage << "\n" << desc;
+  return false;
 }
 
 int Verify(const Args& args) {

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <boost/program_options/errors.hpp>
+
 #include "cli/commands.h"
 #include "ir/error.h"
 
@@ -21,6 +23,13 @@ const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
       {"ir", "verify, print, cost, evaluate and convert IR modules", podsim::cli::IrCommand},
       {"topology", "describe a pod topology (preset or JSON file)", podsim::cli::TopologyCommand},
+      {"collective", "time one collective on a pod", podsim::cli::CollectiveCommand},
+      {"run", "run an experiment config and write results", podsim::cli::RunCommand},
+      {"partition", "propagate shardings and lower a module to SPMD",
+       podsim::cli::PartitionCommand},
+      {"check", "compare a module's SPMD form with it numerically", podsim::cli::CheckCommand},
+      {"simulate", "run an SPMD module on a pod: step time, memory, trace",
+       podsim::cli::SimulateCommand},
   };
   return commands;
 }
@@ -46,6 +55,10 @@ int main(int argc, char** argv) {
     if (name != c.name) continue;
     try {
       return c.run(args);
+    } catch (const boost::program_options::error& e) {
+      std::cerr << "podsim " << name << ": error: " << e.what() << " (see podsim " << name
+                << " --help)\n";
+      return 2;
     } catch (const std::exception& e) {
       std::cerr << "podsim " << name << ": error: " << e.what() << "\n";
       return 1;

@@ -4,7 +4,6 @@
 // Describes a pod: dims, wraparound, cores per chip, links and bandwidths, core numbering, and
 // optionally a route, the mapping of a logical device mesh, or every link.
 
-#include <boost/program_options.hpp>
 #include <cstdint>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -12,6 +11,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "topologies/describe.h"
 #include "topologies/json_reader.h"
 #include "topologies/load.h"
@@ -19,8 +19,6 @@
 
 namespace podsim::cli {
 namespace {
-
-namespace po = boost::program_options;
 
 // "16x128" or "16,128" -> {16, 128}.
 std::vector<int64_t> ParseMesh(const std::string& text) {
@@ -72,10 +70,7 @@ int TopologyCommand(const Args& args) {
   po::positional_options_description positional;
   positional.add("topology", 1);
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
-  po::notify(vm);
-
-  if (vm.count("help")) {
+  if (!ParseOptions(args, all, positional, vm)) {
     PrintUsage(std::cout, visible);
     return 0;
   }

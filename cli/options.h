@@ -1,0 +1,18 @@
+#pragma once
+// Command-line parsing shared by the sub-commands (Boost.Program_options).
+
+#include <boost/program_options.hpp>
+
+#include "cli/commands.h"
+
+namespace podsim::cli {
+
+namespace po = boost::program_options;
+
+// Parses `args` into `vm`. Returns false when --help was given, before required options are
+// checked, so the caller prints its usage. Option errors propagate as po::error; main names the
+// command and points at its --help.
+bool ParseOptions(const Args& args, const po::options_description& options,
+                  const po::positional_options_description& positional, po::variables_map& vm);
+
+}  // namespace podsim::cli

@@ -1,0 +1,38 @@
+// podsim run CONFIG --out DIR [--set path=value ...]: runs an experiment config.
+
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "experiments/experiment.h"
+#include "ir/error.h"
+
+namespace podsim::cli {
+
+int RunCommand(const Args& args) {
+  std::string kinds;
+  for (const std::string& k : experiments::ExperimentKinds()) {
+    kinds += (kinds.empty() ? "" : ", ") + k;
+  }
+  po::options_description desc("podsim run options");
+  desc.add_options()("help,h", "show this help")(
+      "config", po::value<std::string>()->required(), "experiment JSON file")(
+      "out", po::value<std::string>()->required(), "output directory (created if missing)")(
+      "set", po::value<std::vector<std::string>>()->composing(),
+      "override a config value: --set topology.link_bandwidth=2e11 (repeatable)");
+  po::positional_options_description pos;
+  pos.add("config", 1);
+  po::variables_map vm;
+  if (!ParseOptions(args, desc, pos, vm)) {
+    std::cout << "usage: podsim run CONFIG.json --out DIR [--set path=value ...]\n\n"
+              << "experiment kinds: " << kinds << "\n\n" << desc;
+    return 0;
+  }
+  experiments::RunOptions options;
+  options.out_dir = vm["out"].as<std::string>();
+  if (vm.count("set")) options.overrides = vm["set"].as<std::vector<std::string>>();
+  experiments::RunExperimentFile(vm["config"].as<std::string>(), options);
+  return 0;
+}
+
+}  // namespace podsim::cli

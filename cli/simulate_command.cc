@@ -1,0 +1,153 @@
+// podsim simulate FILE.hlo --topology NAME_OR_FILE [--mesh D] [--device NAME_OR_FILE]
+//                 [--network MODEL] [--trace T.json] [--json] [--out DIR] [--check]
+//                 [--no-fusion] [--sync] [--set PATH=VALUE]...
+// Runs an SPMD module on every device of a pod (sim/program_runner.h) and prints a summary, or
+// the results JSON, and writes results.json, CSV tables and a Chrome trace when asked. --check
+// also carries real tensors through the run (small pods) and checks the outputs against the
+// reference interpreter and every collective against its schedule's functional run.
+
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "cli/module_io.h"
+#include "ir/error.h"
+#include "sim/program_runner.h"
+#include "sim/results.h"
+#include "topologies/json_reader.h"
+#include "topologies/load.h"
+
+namespace podsim::cli {
+namespace {
+
+// "128" or "8x16" -> 128.
+int64_t ParseMeshSize(const std::string& text) {
+  int64_t product = 1;
+  size_t start = 0;
+  while (true) {
+    const size_t end = text.find_first_of("x,", start);
+    const std::string part = text.substr(start, end == std::string::npos ? end : end - start);
+    if (part.empty() || part.size() > 9 || part.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoll(part) < 1) {
+      throw topo::ConfigError("--mesh: expected a partition count like 128 or 8x16, got \"" + text + "\"");
+    }
+    product *= std::stoll(part);
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return product;
+}
+
+void PrintUsage(std::ostream& os, const po::options_description& visible) {
+  os << "usage: podsim simulate FILE.hlo --topology NAME_OR_FILE [options]\n"
+        "FILE is an SPMD module (IR text or .pb): the partitioner's output, or a program written\n"
+        "per partition with partition-id and collectives.\n\n"
+     << visible;
+}
+
+void PrintCheck(const sim::FunctionalResult& f, std::ostream& os) {
+  os << "check: outputs vs reference interpreter (InterpretSpmd): max error "
+     << f.max_error_vs_interpreter << (f.max_error_vs_interpreter == 0 ? " ok\n" : " MISMATCH\n");
+  for (const sim::CollectiveCheck& c : f.collectives) {
+    os << "check: %" << c.instruction << " x" << c.executions << ": ";
+    if (!c.checked) {
+      os << (c.note.empty() ? "not executed" : c.note) << "\n";
+      continue;
+    }
+    os << "schedule vs interpreter max error " << c.max_abs_error << " <= " << c.tolerance
+       << (c.ok() ? " ok" : " MISMATCH") << (c.note.empty() ? "" : " (" + c.note + ")") << "\n";
+  }
+}
+
+}  // namespace
+
+int SimulateCommand(const Args& args) {
+  po::options_description visible("options");
+  // clang-format off
+  visible.add_options()
+      ("help,h", "show this help")
+      ("topology", po::value<std::string>(), "topology preset name or JSON file (required)")
+      ("mesh", po::value<std::string>(), "partitions: 128 or 8x16 (default: every core)")
+      ("device", po::value<std::string>(), "device preset or JSON file (default tpu-v3-core)")
+      ("network", po::value<std::string>(), "network model: analytic, flow (default), packet")
+      ("trace", po::value<std::string>(), "write a Chrome trace (Perfetto) to this file")
+      ("json", "print results.json instead of the summary")
+      ("out", po::value<std::string>(), "write results.json, CSV tables (and trace.json) here")
+      ("check", "functional mode: real tensors, checked against the interpreter (small pods)")
+      ("no-fusion", "do not fuse elementwise ops")
+      ("sync", "collectives block the device (no async overlap)")
+      ("set", po::value<std::vector<std::string>>()->composing(),
+       "PATH=VALUE: override a config value, e.g. device.hbm_bandwidth=9e11, "
+       "topology.link_bandwidth=2e11, collectives.all-to-all.algorithm=dim-staged (repeatable)");
+  // clang-format on
+  po::options_description hidden;
+  hidden.add_options()("module", po::value<std::string>());
+  po::options_description all;
+  all.add(visible).add(hidden);
+  po::positional_options_description positional;
+  positional.add("module", 1);
+  po::variables_map vm;
+  if (!ParseOptions(args, all, positional, vm)) {
+    PrintUsage(std::cout, visible);
+    return 0;
+  }
+  if (!vm.count("module")) throw Error("no module file given (see podsim simulate --help)");
+  if (!vm.count("topology")) throw Error("--topology is required (a preset name or a JSON file)");
+
+  // The config: the simulator options with the device and topology expanded, so that --set can
+  // reach every field; then the overrides, in order.
+  sim::SimOptions defaults;
+  if (vm.count("device")) {
+    defaults.device = sim::DeviceSpecFromConfig(vm["device"].as<std::string>(), "device");
+  }
+  if (vm.count("network")) defaults.network = vm["network"].as<std::string>();
+  if (vm.count("mesh")) defaults.num_partitions = ParseMeshSize(vm["mesh"].as<std::string>());
+  if (vm.count("no-fusion")) defaults.fusion = false;
+  if (vm.count("sync")) defaults.async_collectives = false;
+  if (vm.count("trace")) defaults.trace.enabled = true;
+  if (vm.count("check")) defaults.functional = true;
+  nlohmann::json config = defaults.ToJson();
+  config["topology"] = topo::ExpandTopologyConfig(vm["topology"].as<std::string>(), "topology");
+  if (vm.count("set")) {
+    for (const std::string& assignment : vm["set"].as<std::vector<std::string>>()) {
+      topo::ApplyOverride(config, assignment);
+    }
+  }
+  const std::unique_ptr<topo::Topology> topology = topo::LoadTopology(config["topology"], "topology");
+  nlohmann::json sim_config = config;
+  sim_config.erase("topology");
+  const sim::SimOptions options = sim::SimOptions::FromJson(sim_config, "");
+  if (options.num_partitions > topology->num_cores()) {
+    throw topo::ConfigError("--mesh: " + std::to_string(options.num_partitions) +
+                            " partitions do not fit topology '" + topology->name() + "' (" +
+                            std::to_string(topology->num_cores()) + " cores)");
+  }
+  options.Validate("");
+
+  const std::unique_ptr<ir::Module> module = LoadModule(vm["module"].as<std::string>());
+  const sim::RunResult result = sim::Simulate(*module, *topology, options);
+
+  if (vm.count("json")) {
+    std::cout << sim::ResultsToJson(result).dump(2) << "\n";
+  } else {
+    std::cout << sim::Summary(result);
+  }
+  if (vm.count("out")) {
+    sim::WriteResults(result, vm["out"].as<std::string>());
+    if (!vm.count("json")) std::cout << "wrote " << vm["out"].as<std::string>() << "/results.json\n";
+  }
+  if (vm.count("trace")) {
+    sim::WriteChromeTrace(result.trace, vm["trace"].as<std::string>());
+    if (!vm.count("json")) std::cout << "wrote " << vm["trace"].as<std::string>() << "\n";
+  }
+  if (result.functional) {
+    PrintCheck(*result.functional, vm.count("json") ? std::cerr : std::cout);
+    if (!result.functional->ok()) return 1;
+  }
+  return 0;
+}
+
+}  // namespace podsim::cli

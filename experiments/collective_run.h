@@ -1,0 +1,74 @@
+#pragma once
+// One collective on one pod, as `podsim collective` and the collective sweeps run it: a JSON
+// config (topology, collective, algorithm, network) resolved into a timing run.
+//
+// Config keys (all but "topology" and "op" optional):
+//   topology    preset name, file, or object (docs/config.md "topology")
+//   op          all-reduce | all-gather | reduce-scatter | all-to-all | collective-permute
+//   bytes       per-partition payload (input buffer) in bytes, default 8 MiB
+//   dtype_bytes element width in bytes, default 4
+//   algorithm   "default" or a name from sim/collectives/algorithms.h
+//   chunks      pipelining depth, default 1
+//   network     analytic | flow | packet, default flow
+//   network_options  {packet_bytes, switching, aggregate_flows} (sim/network_factory.h)
+//   overhead_us fixed cost per collective, default 0
+//   replica_groups   [[0,1],[2,3]]; default one group of every partition
+//   source_target_pairs  [[0,1],[1,0]] (collective-permute)
+//   partitions  use only cores 0..partitions-1 as one group (default: every core)
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/collectives/collective.h"
+#include "sim/collectives/timing.h"
+#include "sim/network_factory.h"
+#include "topologies/topology.h"
+
+namespace podsim::experiments {
+
+struct CollectiveRunConfig {
+  nlohmann::json topology;  // expanded object
+  sim::CollectiveKind kind = sim::CollectiveKind::kAllReduce;
+  int64_t bytes = 8 << 20;
+  int64_t dtype_bytes = 4;
+  std::string algorithm = "default";
+  int64_t chunks = 1;
+  std::string network = "flow";
+  sim::NetworkOptions network_options;
+  double overhead_us = 0;
+  int64_t partitions = 0;  // 0: every core
+  std::vector<std::vector<int64_t>> replica_groups;
+  std::vector<std::pair<int64_t, int64_t>> source_target_pairs;
+
+  // Reads the keys above; errors name `path`.key.
+  static CollectiveRunConfig FromJson(const nlohmann::json& json, const std::string& path);
+  nlohmann::json ToJson() const;
+};
+
+struct CollectiveRunResult {
+  std::string topology_name;
+  std::string algorithm;      // resolved ("default" replaced)
+  int64_t partitions = 0;     // members taking part
+  sim::Schedule schedule;
+  sim::TimingResult timing;
+  double time_us = 0;
+  double algorithm_bandwidth = 0;  // payload bytes / time, B/s
+  double bus_bandwidth = 0;        // algorithm bandwidth x the collective's bus factor
+  double analytic_us = 0;          // closed-form scaling-book estimate, for comparison
+};
+
+// Builds the topology from config.topology and runs. `topology_out`, if given, receives it.
+CollectiveRunResult RunCollective(const CollectiveRunConfig& config,
+                                  std::unique_ptr<topo::Topology>* topology_out = nullptr);
+
+// Parses sizes like "8MiB", "32MB", "4096", "1.5GiB", "8e6"; throws podsim::Error naming `what`.
+int64_t ParseBytes(const std::string& text, const std::string& what);
+
+// Bus-bandwidth factor (the nccl-tests convention): all-reduce 2(n-1)/n, all-gather and
+// reduce-scatter and all-to-all (n-1)/n, collective-permute 1.
+double BusFactor(sim::CollectiveKind kind, int64_t n);
+
+}  // namespace podsim::experiments

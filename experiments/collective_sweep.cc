@@ -1,0 +1,203 @@
+// The "collective_sweep" experiment (GShard Figure 9): collectives x payloads x pod slices,
+// timed with the network model, beside the paper's measured points where it has them.
+//
+// Config keys:
+//   collectives   ["all-reduce", "all-to-all", ...]
+//   payloads      per-partition payloads: numbers or strings like "8MiB"
+//   slices        [{"partitions": 16, "topology": "tpu-v3-16"}, ...]: one group of cores
+//                 0..partitions-1 on that topology
+//   collective    defaults for every point: CollectiveRunConfig keys except topology, op,
+//                 bytes, partitions (algorithm, chunks, network, network_options, overhead_us,
+//                 dtype_bytes)
+//   topology_overrides  object merged into every slice's topology (calibrated link figures)
+//   reference     {"file": path relative to the source tree, "figure": key, "payload_bytes": n}:
+//                 paper points "<collective>_<MB>MB" arrays aligned with "partitions"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "experiments/collective_run.h"
+#include "experiments/output.h"
+#include "experiments/runners.h"
+#include "ir/error.h"
+#include "topologies/json_reader.h"
+#include "topologies/load.h"
+
+namespace podsim::experiments {
+
+namespace {
+
+struct Slice {
+  int64_t partitions = 0;
+  std::string topology;
+};
+
+// Paper points: (collective name, payload bytes, partitions) -> microseconds.
+using PaperPoints = std::map<std::tuple<std::string, int64_t, int64_t>, double>;
+
+PaperPoints ReadPaperPoints(topo::JsonReader& r) {
+  PaperPoints points;
+  if (!r.Has("reference")) return points;
+  topo::JsonReader ref = r.Object("reference");
+  const std::string file = SourceDir() + "/" + ref.String("file");
+  const std::string figure = ref.String("figure");
+  const nlohmann::json& series = ref.Value("series");
+  ref.Finish();
+  nlohmann::json data = topo::ReadJsonFile(file);
+  if (!data.contains(figure)) topo::FailAt(ref.PathOf("figure"), "'" + figure + "' not in " + file);
+  const nlohmann::json& fig = data[figure];
+  const nlohmann::json& parts = fig.at("partitions");
+  // series: {"alltoall_8MB": {"collective": "all-to-all", "payload_bytes": 8388608}, ...}
+  for (auto it = series.begin(); it != series.end(); ++it) {
+    const std::string path = ref.PathOf("series") + "." + it.key();
+    if (!fig.contains(it.key())) topo::FailAt(path, "no such series in " + file);
+    topo::JsonReader s(it.value(), path);
+    std::string collective = sim::CollectiveKindName(
+        sim::ParseCollectiveKind(s.String("collective"), s.PathOf("collective")));
+    int64_t bytes = s.Int("payload_bytes", topo::Limit::Positive());
+    s.Finish();
+    const nlohmann::json& values = fig[it.key()];
+    for (size_t k = 0; k < parts.size() && k < values.size(); ++k) {
+      points[{collective, bytes, parts[k].get<int64_t>()}] = values[k].get<double>();
+    }
+  }
+  return points;
+}
+
+// series_files: (file, whether it has paper points).
+std::string PlotScript(const std::vector<std::pair<std::string, bool>>& series_files) {
+  std::ostringstream gp;
+  gp << "set datafile separator ','\n"
+        "set logscale xy\n"
+        "set xlabel 'partitions (TPU v3 cores)'\n"
+        "set ylabel 'time (us)'\n"
+        "set title 'Collectives on TPU v3 slices: podsim (lines) vs GShard Figure 9 (points)'\n"
+        "set key top left\n"
+        "set grid\n"
+        "set termoption noenhanced\n"
+        "set xtics (16,32,64,128,256,512,1024,2048)\n"
+        "plot ";
+  bool first = true;
+  for (const auto& [f, has_paper] : series_files) {
+    if (!first) gp << ", \\\n     ";
+    first = false;
+    std::string title = f.substr(7, f.size() - 11);  // series_<name>.csv
+    std::replace(title.begin(), title.end(), '_', ' ');
+    gp << "'" << f << "' using 1:2 every ::1 with linespoints title '" << title << " (podsim)'";
+    if (has_paper) {
+      gp << ", \\\n     '" << f << "' using 1:3 every ::1 with points pt 7 ps 1.3 title '" << title
+         << " (paper)'";
+    }
+  }
+  gp << "\n";
+  return gp.str();
+}
+
+}  // namespace
+
+void RunCollectiveSweep(const ExperimentContext& ctx) {
+  topo::JsonReader r(ctx.config, "");
+  r.String("experiment");
+  const std::string name = r.String("name", "collective_sweep");
+  std::vector<std::string> collectives;
+  {
+    const std::string p = r.PathOf("collectives");
+    const nlohmann::json& arr = topo::AsArray(r.Value("collectives"), p);
+    for (size_t k = 0; k < arr.size(); ++k) {
+      collectives.push_back(sim::CollectiveKindName(
+          sim::ParseCollectiveKind(topo::AsString(arr[k], topo::IndexPath(p, k)),
+                                   topo::IndexPath(p, k))));
+    }
+  }
+  std::vector<int64_t> payloads;
+  {
+    const std::string p = r.PathOf("payloads");
+    const nlohmann::json& arr = topo::AsArray(r.Value("payloads"), p);
+    for (size_t k = 0; k < arr.size(); ++k) {
+      const std::string kp = topo::IndexPath(p, k);
+      payloads.push_back(arr[k].is_string() ? ParseBytes(arr[k].get<std::string>(), kp)
+                                            : topo::AsInt(arr[k], kp, topo::Limit::Positive()));
+    }
+  }
+  std::vector<Slice> slices;
+  {
+    const std::string p = r.PathOf("slices");
+    const nlohmann::json& arr = topo::AsArray(r.Value("slices"), p);
+    for (size_t k = 0; k < arr.size(); ++k) {
+      topo::JsonReader s(arr[k], topo::IndexPath(p, k));
+      Slice slice;
+      slice.partitions = s.Int("partitions", topo::Limit::AtLeast(1));
+      slice.topology = s.String("topology");
+      s.Finish();
+      slices.push_back(slice);
+    }
+  }
+  nlohmann::json defaults = r.Has("collective") ? r.Value("collective") : nlohmann::json::object();
+  nlohmann::json topology_overrides =
+      r.Has("topology_overrides") ? r.Value("topology_overrides") : nlohmann::json::object();
+  PaperPoints paper = ReadPaperPoints(r);
+  r.Finish();
+
+  CsvTable table({"collective", "payload_bytes", "partitions", "topology", "time_us", "paper_us"});
+  nlohmann::json points = nlohmann::json::array();
+  // Per series (collective, payload): rows "partitions,time_us,paper_us" for the plot.
+  std::map<std::string, CsvTable> series;
+  Progress progress(name, static_cast<int64_t>(collectives.size() * payloads.size() * slices.size()));
+  for (const std::string& collective : collectives) {
+    for (int64_t bytes : payloads) {
+      for (size_t k = 0; k < slices.size(); ++k) {
+        const Slice& slice = slices[k];
+        nlohmann::json point = defaults;
+        nlohmann::json topology =
+            topo::ExpandTopologyConfig(slice.topology, "slices[" + std::to_string(k) + "].topology");
+        topology.merge_patch(topology_overrides);
+        point["topology"] = topology;
+        point["op"] = collective;
+        point["bytes"] = bytes;
+        point["partitions"] = slice.partitions;
+        CollectiveRunConfig run = CollectiveRunConfig::FromJson(point, "collective");
+        CollectiveRunResult result = RunCollective(run);
+        auto it = paper.find({collective, bytes, slice.partitions});
+        const double paper_us = it == paper.end() ? std::nan("") : it->second;
+        table.AddRow({collective, std::to_string(bytes), std::to_string(slice.partitions),
+                      result.topology_name, FormatCell(result.time_us), FormatCell(paper_us)});
+        const std::string key = collective + "_" + std::to_string(bytes >> 20) + "MiB";
+        series.try_emplace(key, std::vector<std::string>{"partitions", "time_us", "paper_us"});
+        series.at(key).AddRow({std::to_string(slice.partitions), FormatCell(result.time_us),
+                               FormatCell(paper_us)});
+        nlohmann::json p = {{"collective", collective},
+                            {"payload_bytes", bytes},
+                            {"partitions", slice.partitions},
+                            {"topology", result.topology_name},
+                            {"algorithm", result.algorithm},
+                            {"time_us", result.time_us},
+                            {"scaling_book_us", result.analytic_us},
+                            {"algorithm_bandwidth_Bps", result.algorithm_bandwidth},
+                            {"bus_bandwidth_Bps", result.bus_bandwidth},
+                            {"max_link_utilization", result.timing.max_link_utilization},
+                            {"network_transfers", result.timing.network_transfers}};
+        if (!std::isnan(paper_us)) p["paper_us"] = paper_us;
+        points.push_back(p);
+        progress.Step(collective + " " + std::to_string(bytes) + " B on " +
+                      std::to_string(slice.partitions));
+      }
+    }
+  }
+  WriteText(ctx.out_dir + "/results.csv", table.ToString());
+  WriteJsonFile(ctx.out_dir + "/results.json",
+                {{"experiment", "collective_sweep"}, {"name", name}, {"config", ctx.config},
+                 {"points", points}});
+  std::vector<std::pair<std::string, bool>> files;
+  for (const auto& [key, t] : series) {
+    bool has_paper = false;
+    for (const auto& row : t.rows()) has_paper |= !row[2].empty();
+    files.emplace_back("series_" + key + ".csv", has_paper);
+    WriteText(ctx.out_dir + "/" + files.back().first, t.ToString());
+  }
+  RenderPlot(ctx.out_dir, "plot", PlotScript(files));
+}
+
+}  // namespace podsim::experiments

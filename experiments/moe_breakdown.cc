@@ -1,0 +1,410 @@
+// The "moe_layer_breakdown" experiment (GShard Figure 8), see experiments/moe_breakdown.h.
+//
+// Config keys (defaults in MoeBreakdownConfig):
+//   points       [{"experts": 128, "topology": "tpu-v3-128"}, ...]: E = G = D experts on the
+//                first E cores of that topology, ascending in experts
+//   sim          sim::SimOptions JSON (device, network, collectives, fusion, ...); num_partitions
+//                is set per point
+//   model        {tokens_per_group, d_model, d_ff, num_heads, head_dim, seq_len, capacity,
+//                moe_layer_attention, dtype} overrides of models::PaperMoeConfig(E)
+//   baseline_experts  the size growth and shares are reported against (the first point's when
+//                absent)
+//   reference    {"file": path relative to the source tree, "figure": key, "experts": size,
+//                "category_map": {paper name: our category}}
+//
+// Outputs: results.csv (kBreakdownColumns), results.json (the config, the resolved model and
+// sim options, per point the rows, the step time, the total growth vs the baseline, the
+// AllToAll share and the collectives), bars.csv and plot.{png,svg} (stacked bars per category:
+// roofline and modelled per size, the paper's roofline and measured beside them).
+
+#include "experiments/moe_breakdown.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "experiments/runners.h"
+#include "ir/error.h"
+#include "models/scopes.h"
+#include "partitioner/propagation.h"
+#include "partitioner/spmd_partitioner.h"
+#include "sim/program_runner.h"
+#include "topologies/json_reader.h"
+#include "topologies/load.h"
+
+namespace podsim::experiments {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr const char* kTotal = "total";
+
+struct Point {
+  int64_t experts = 0;
+  std::string topology;
+};
+
+struct ModelOverrides {
+  nlohmann::json json = nlohmann::json::object();  // as given
+
+  models::MoeLayerConfig Apply(int64_t experts) const {
+    models::MoeLayerConfig m = models::PaperMoeConfig(experts);
+    topo::JsonReader r(json, "model");
+    m.tokens_per_group = r.Int("tokens_per_group", m.tokens_per_group, topo::Limit::AtLeast(1));
+    m.d_model = r.Int("d_model", m.d_model, topo::Limit::AtLeast(1));
+    m.d_ff = r.Int("d_ff", m.d_ff, topo::Limit::AtLeast(1));
+    m.num_heads = r.Int("num_heads", m.num_heads, topo::Limit::AtLeast(1));
+    m.head_dim = r.Int("head_dim", m.head_dim, topo::Limit::AtLeast(1));
+    m.seq_len = r.Int("seq_len", m.seq_len, topo::Limit::AtLeast(1));
+    m.capacity = r.Int("capacity", m.capacity, topo::Limit::NonNegative());
+    m.moe_layer_attention = r.Bool("moe_layer_attention", m.moe_layer_attention);
+    if (r.Has("dtype")) {
+      const std::string d = r.Choice("dtype", {"f32", "bf16"});
+      m.dtype = ir::ParseDType(d);
+    }
+    r.Finish();
+    return m;
+  }
+};
+
+nlohmann::json ModelToJson(const models::MoeLayerConfig& m) {
+  return {{"num_groups", m.num_groups},
+          {"tokens_per_group", m.tokens_per_group},
+          {"d_model", m.d_model},
+          {"d_ff", m.d_ff},
+          {"num_experts", m.num_experts},
+          {"capacity", models::ExpertCapacity(m)},
+          {"num_heads", m.num_heads},
+          {"head_dim", m.head_dim},
+          {"seq_len", m.seq_len},
+          {"moe_layer_attention", m.moe_layer_attention},
+          {"dtype", std::string(ir::DTypeName(m.dtype))},
+          {"num_devices", m.num_devices}};
+}
+
+struct Reference {
+  std::string file;  // relative to the source tree
+  std::string figure;
+  int64_t experts = 128;
+  std::map<std::string, std::string> category_map;
+};
+
+struct MoeBreakdownConfig {
+  std::string name = "moe_layer_breakdown";
+  std::vector<Point> points = {{128, "tpu-v3-128"}, {512, "tpu-v3-512"}, {2048, "tpu-v3-2048"}};
+  nlohmann::json sim = nlohmann::json::object();
+  ModelOverrides model;
+  int64_t baseline_experts = 0;  // 0: the first point's
+  std::optional<Reference> reference;
+
+  static MoeBreakdownConfig FromJson(const nlohmann::json& j) {
+    MoeBreakdownConfig c;
+    topo::JsonReader r(j, "");
+    r.String("experiment");
+    c.name = r.String("name", c.name);
+    if (r.Has("points")) {
+      const nlohmann::json& ps = r.Value("points");
+      if (!ps.is_array() || ps.empty()) topo::FailAt(r.PathOf("points"), "must be a non-empty array");
+      c.points.clear();
+      for (size_t k = 0; k < ps.size(); ++k) {
+        topo::JsonReader p(ps[k], topo::IndexPath(r.PathOf("points"), k));
+        Point pt;
+        pt.experts = p.Int("experts", topo::Limit::AtLeast(2));
+        pt.topology = p.String("topology");
+        p.Finish();
+        if (!c.points.empty() && pt.experts <= c.points.back().experts) {
+          topo::FailAt(topo::IndexPath(r.PathOf("points"), k) + ".experts", "must be ascending");
+        }
+        c.points.push_back(pt);
+      }
+    }
+    if (r.Has("sim")) {
+      c.sim = r.Value("sim");
+      sim::SimOptions::FromJson(c.sim, r.PathOf("sim"));  // errors now, not after a run
+    }
+    if (r.Has("model")) {
+      c.model.json = r.Value("model");
+      c.model.Apply(c.points.front().experts);  // errors now
+    }
+    c.baseline_experts = r.Int("baseline_experts", c.points.front().experts, topo::Limit::AtLeast(2));
+    if (std::none_of(c.points.begin(), c.points.end(),
+                     [&](const Point& p) { return p.experts == c.baseline_experts; })) {
+      topo::FailAt(r.PathOf("baseline_experts"), "must be one of the points' experts");
+    }
+    if (r.Has("reference")) {
+      topo::JsonReader ref = r.Object("reference");
+      Reference rf;
+      rf.file = ref.String("file");
+      rf.figure = ref.String("figure");
+      rf.experts = ref.Int("experts", rf.experts, topo::Limit::AtLeast(2));
+      if (ref.Has("category_map")) {
+        const nlohmann::json& m = ref.Value("category_map");
+        if (!m.is_object()) topo::FailAt(ref.PathOf("category_map"), "must be an object");
+        for (auto it = m.begin(); it != m.end(); ++it) {
+          rf.category_map[it.key()] =
+              topo::AsString(it.value(), ref.PathOf("category_map") + "." + it.key());
+        }
+      }
+      ref.Finish();
+      c.reference = rf;
+    }
+    r.Finish();
+    return c;
+  }
+};
+
+// Sums of the category rows of one size (every row but "total").
+const BreakdownRow& TotalRow(const std::vector<BreakdownRow>& rows) { return rows.back(); }
+
+double RowModelled(const std::vector<BreakdownRow>& rows, const std::string& category) {
+  for (const BreakdownRow& r : rows) {
+    if (r.category == category) return r.modelled_us;
+  }
+  return 0;
+}
+
+// bars.csv: one row per bar ("128E roofline", ...), one column per category.
+CsvTable BarsTable(const std::vector<std::vector<BreakdownRow>>& per_point,
+                   const std::optional<PaperBars>& paper) {
+  std::vector<std::string> header = {"bar"};
+  for (std::string_view s : models::kFigure8Scopes) header.emplace_back(s);
+  header.emplace_back("other");
+  CsvTable bars(header);
+  // A paper bar: its seven categories, nothing in "other".
+  auto add = [&](const std::string& label, const std::map<std::string, double>& values) {
+    std::vector<std::string> row = {label};
+    for (std::string_view s : models::kFigure8Scopes) {
+      auto it = values.find(std::string(s));
+      row.push_back(FormatCell(it == values.end() ? 0.0 : it->second));
+    }
+    row.push_back("0");
+    bars.AddRow(row);
+  };
+  for (const auto& rows : per_point) {
+    const std::string e = std::to_string(rows.front().experts) + "E";
+    auto find = [&](const std::string& cat, bool roofline) {
+      for (const BreakdownRow& r : rows) {
+        if (r.category == cat) return roofline ? r.roofline_us : r.modelled_us;
+      }
+      return 0.0;
+    };
+    // Categories outside Figure 8's seven go to "other".
+    auto other_of = [&](bool roofline) {
+      double sum = 0;
+      for (const BreakdownRow& r : rows) {
+        if (r.category == kTotal) continue;
+        if (std::find(models::kFigure8Scopes.begin(), models::kFigure8Scopes.end(), r.category) ==
+            models::kFigure8Scopes.end()) {
+          sum += roofline ? r.roofline_us : r.modelled_us;
+        }
+      }
+      return sum;
+    };
+    if (paper && paper->experts == rows.front().experts) {
+      add("paper " + e + " roofline", paper->roofline);
+      add("paper " + e + " measured", paper->measured);
+    }
+    for (bool roofline : {true, false}) {
+      std::vector<std::string> row = {e + (roofline ? " roofline" : " modelled")};
+      for (std::string_view s : models::kFigure8Scopes) row.push_back(FormatCell(find(std::string(s), roofline)));
+      row.push_back(FormatCell(other_of(roofline)));
+      bars.AddRow(row);
+    }
+  }
+  return bars;
+}
+
+std::string PlotScript(const std::string& name) {
+  std::ostringstream gp;
+  gp << "set datafile separator ','\n"
+        "set style data histograms\n"
+        "set style histogram rowstacked\n"
+        "set style fill solid 0.85 border -1\n"
+        "set boxwidth 0.7\n"
+        "set termoption noenhanced\n"
+        "set key outside right top vertical\n"
+        "set grid ytics\n"
+        "set ylabel 'time per core (us), forward pass of an MoE + Transformer layer pair'\n"
+        "set xtics rotate by -30\n"
+        "set title '"
+     << name
+     << ": time per category, podsim roofline / modelled vs GShard Figure 8 (paper: 128E only)'\n"
+        "plot for [i=2:9] 'bars.csv' using i:xtic(1) title columnheader(i)\n";
+  return gp.str();
+}
+
+}  // namespace
+
+PaperBars ReadPaperBars(const std::string& file, const std::string& figure, int64_t experts,
+                        const std::map<std::string, std::string>& category_map,
+                        const std::string& path) {
+  const nlohmann::json data = topo::ReadJsonFile(file);
+  if (!data.contains(figure)) topo::FailAt(path + ".figure", "'" + figure + "' not in " + file);
+  const nlohmann::json& fig = data[figure];
+  PaperBars bars;
+  bars.experts = experts;
+  for (const char* series : {"roofline", "measured"}) {
+    if (!fig.contains(series) || !fig[series].is_object()) {
+      topo::FailAt(path + ".figure", "'" + figure + "' in " + file + " has no object \"" + series + "\"");
+    }
+    std::map<std::string, double>& out =
+        std::string(series) == "roofline" ? bars.roofline : bars.measured;
+    for (auto it = fig[series].begin(); it != fig[series].end(); ++it) {
+      auto mapped = category_map.find(it.key());
+      out[mapped == category_map.end() ? it.key() : mapped->second] = it.value().get<double>();
+    }
+  }
+  return bars;
+}
+
+sim::RunResult SimulateMoeLayerPair(const models::MoeLayerConfig& model,
+                                    const topo::Topology& topology, sim::SimOptions options) {
+  if (options.num_partitions == 0) options.num_partitions = topology.num_cores();
+  std::unique_ptr<ir::Module> m = models::BuildMoeLayerPair(model);
+  partitioner::PropagateShardings(*m, options.num_partitions);
+  partitioner::PartitionOptions popts;
+  popts.num_partitions = options.num_partitions;
+  const partitioner::PartitionResult p = partitioner::PartitionSpmd(*m, popts);
+  options.Validate("sim");
+  return sim::Simulate(*p.module, topology, options);
+}
+
+std::vector<BreakdownRow> BreakdownRows(int64_t experts, const sim::RunResult& result,
+                                        const std::optional<PaperBars>& paper) {
+  const bool has_paper = paper && paper->experts == experts;
+  auto paper_value = [&](const std::map<std::string, double>& m, const std::string& c) {
+    if (!has_paper) return kNaN;
+    auto it = m.find(c);
+    return it == m.end() ? kNaN : it->second;
+  };
+  std::map<std::string, const sim::CategoryResult*> by_name;
+  for (const sim::CategoryResult& c : result.categories) by_name[c.category] = &c;
+  std::vector<std::string> order;
+  for (std::string_view s : models::kFigure8Scopes) order.emplace_back(s);
+  for (const auto& [name, c] : by_name) {
+    if (std::find(order.begin(), order.end(), name) == order.end()) order.push_back(name);
+  }
+  std::vector<BreakdownRow> rows;
+  BreakdownRow total{experts, kTotal, 0, 0, paper_value(paper ? paper->roofline : std::map<std::string, double>{}, kTotal),
+                     paper_value(paper ? paper->measured : std::map<std::string, double>{}, kTotal)};
+  for (const std::string& name : order) {
+    BreakdownRow row;
+    row.experts = experts;
+    row.category = name;
+    auto it = by_name.find(name);
+    if (it != by_name.end()) {
+      row.roofline_us = it->second->roofline.micros();
+      row.modelled_us = it->second->modelled().micros();
+    }
+    row.paper_roofline_us = has_paper ? paper_value(paper->roofline, name) : kNaN;
+    row.paper_measured_us = has_paper ? paper_value(paper->measured, name) : kNaN;
+    total.roofline_us += row.roofline_us;
+    total.modelled_us += row.modelled_us;
+    rows.push_back(row);
+  }
+  rows.push_back(total);
+  return rows;
+}
+
+CsvTable BreakdownTable(const std::vector<BreakdownRow>& rows) {
+  CsvTable table(kBreakdownColumns);
+  for (const BreakdownRow& r : rows) {
+    table.AddRow({std::to_string(r.experts), r.category, FormatCell(r.roofline_us),
+                  FormatCell(r.modelled_us), FormatCell(r.paper_roofline_us),
+                  FormatCell(r.paper_measured_us)});
+  }
+  return table;
+}
+
+void RunMoeLayerBreakdown(const ExperimentContext& ctx) {
+  const MoeBreakdownConfig c = MoeBreakdownConfig::FromJson(ctx.config);
+  std::optional<PaperBars> paper;
+  if (c.reference) {
+    paper = ReadPaperBars(SourceDir() + "/" + c.reference->file, c.reference->figure,
+                          c.reference->experts, c.reference->category_map, "reference");
+  }
+  const sim::SimOptions base = sim::SimOptions::FromJson(c.sim, "sim");
+  std::vector<BreakdownRow> all_rows;
+  std::vector<std::vector<BreakdownRow>> per_point;
+  nlohmann::json points = nlohmann::json::array();
+  nlohmann::json resolved_models = nlohmann::json::array();
+  Progress progress(c.name, static_cast<int64_t>(c.points.size()));
+  for (const Point& pt : c.points) {
+    const models::MoeLayerConfig model = c.model.Apply(pt.experts);
+    const std::unique_ptr<topo::Topology> topology = topo::LoadTopology(pt.topology);
+    if (pt.experts > topology->num_cores()) {
+      topo::FailAt("points", std::to_string(pt.experts) + " experts need as many cores; '" +
+                                 pt.topology + "' has " + std::to_string(topology->num_cores()));
+    }
+    sim::SimOptions options = base;
+    options.num_partitions = pt.experts;
+    const sim::RunResult result = SimulateMoeLayerPair(model, *topology, options);
+    std::vector<BreakdownRow> rows = BreakdownRows(pt.experts, result, paper);
+    all_rows.insert(all_rows.end(), rows.begin(), rows.end());
+    per_point.push_back(rows);
+    nlohmann::json cats = nlohmann::json::object();
+    for (const BreakdownRow& r : rows) {
+      cats[r.category] = {{"roofline_us", r.roofline_us}, {"modelled_us", r.modelled_us}};
+    }
+    nlohmann::json collectives = nlohmann::json::array();
+    for (const sim::CollectiveResult& col : result.collectives) {
+      collectives.push_back({{"instruction", col.instruction},
+                             {"kind", col.kind},
+                             {"category", col.category},
+                             {"bytes", col.bytes},
+                             {"mean_us", col.mean.micros()},
+                             {"roofline_us", col.roofline.micros()}});
+    }
+    points.push_back({{"experts", pt.experts},
+                      {"topology", pt.topology},
+                      {"status", result.status},
+                      {"step_time_us", result.step_time.micros()},
+                      {"roofline_time_us", result.roofline_time.micros()},
+                      {"roofline_fraction", result.roofline_fraction},
+                      {"total_modelled_us", TotalRow(rows).modelled_us},
+                      {"total_roofline_us", TotalRow(rows).roofline_us},
+                      {"peak_memory_bytes", result.memory.peak_bytes},
+                      {"categories", cats},
+                      {"collectives", collectives}});
+    resolved_models.push_back(ModelToJson(model));
+    progress.Step(std::to_string(pt.experts) + "E");
+  }
+  // Growth and AllToAll share against the baseline size.
+  const auto base_it = std::find_if(per_point.begin(), per_point.end(), [&](const auto& rows) {
+    return rows.front().experts == c.baseline_experts;
+  });
+  const BreakdownRow& base_total = TotalRow(*base_it);
+  for (size_t k = 0; k < per_point.size(); ++k) {
+    const BreakdownRow& t = TotalRow(per_point[k]);
+    const double a2a = RowModelled(per_point[k], std::string(models::kScopeDispatchCombine));
+    points[k]["total_growth_vs_baseline"] = t.modelled_us / base_total.modelled_us;
+    points[k]["total_roofline_growth_vs_baseline"] = t.roofline_us / base_total.roofline_us;
+    points[k]["alltoall_us"] = a2a;
+    points[k]["alltoall_share"] = a2a / t.modelled_us;
+  }
+  nlohmann::json out = {{"experiment", "moe_layer_breakdown"},
+                        {"name", c.name},
+                        {"config", ctx.config},
+                        {"resolved", {{"sim", base.ToJson()}, {"models", resolved_models}}},
+                        {"baseline_experts", c.baseline_experts},
+                        {"points", points}};
+  if (paper) {
+    const double paper_a2a = paper->measured.count(std::string(models::kScopeDispatchCombine))
+                                 ? paper->measured.at(std::string(models::kScopeDispatchCombine))
+                                 : kNaN;
+    out["paper"] = {{"experts", paper->experts},
+                    {"roofline_us", paper->roofline},
+                    {"measured_us", paper->measured},
+                    {"alltoall_share_measured",
+                     paper->measured.count(kTotal) ? paper_a2a / paper->measured.at(kTotal) : kNaN}};
+  }
+  WriteText(ctx.out_dir + "/results.csv", BreakdownTable(all_rows).ToString());
+  WriteText(ctx.out_dir + "/bars.csv", BarsTable(per_point, paper).ToString());
+  WriteJsonFile(ctx.out_dir + "/results.json", out);
+  RenderPlot(ctx.out_dir, "plot", PlotScript(c.name), 1200, 650);
+}
+
+}  // namespace podsim::experiments
