@@ -2,9 +2,11 @@
 //                 [--network MODEL] [--trace T.json] [--json] [--out DIR] [--check]
 //                 [--no-fusion] [--sync] [--set PATH=VALUE]...
 // Runs an SPMD module on every device of a pod (sim/program_runner.h) and prints a summary, or
-// the results JSON, and writes results.json, CSV tables and a Chrome trace when asked. --check
-// also carries real tensors through the run (small pods) and checks the outputs against the
-// reference interpreter and every collective against its schedule's functional run.
+// the results JSON, and writes results.json, CSV tables and a Chrome trace when asked. A global
+// module with sharding annotations is partitioned for the mesh first (as podsim partition).
+// --check also carries real tensors through the run (small pods) and checks every collective
+// against its schedule's functional run and the outputs against the interpreter: for a module
+// partitioned here, against the unpartitioned module run on the same (global) arguments.
 
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -15,6 +17,11 @@
 #include "cli/options.h"
 #include "cli/module_io.h"
 #include "ir/error.h"
+#include "ir/interpreter.h"
+#include "partitioner/annotations.h"
+#include "partitioner/equivalence.h"
+#include "partitioner/propagation.h"
+#include "partitioner/spmd_partitioner.h"
 #include "sim/program_runner.h"
 #include "sim/results.h"
 #include "topologies/json_reader.h"
@@ -44,7 +51,8 @@ int64_t ParseMeshSize(const std::string& text) {
 void PrintUsage(std::ostream& os, const po::options_description& visible) {
   os << "usage: podsim simulate FILE.hlo --topology NAME_OR_FILE [options]\n"
         "FILE is an SPMD module (IR text or .pb): the partitioner's output, or a program written\n"
-        "per partition with partition-id and collectives.\n\n"
+        "per partition with partition-id and collectives; or a global module with sharding\n"
+        "annotations, which is partitioned for the mesh first (podsim partition).\n\n"
      << visible;
 }
 
@@ -127,8 +135,29 @@ int SimulateCommand(const Args& args) {
   }
   options.Validate("");
 
-  const std::unique_ptr<ir::Module> module = LoadModule(vm["module"].as<std::string>());
-  const sim::RunResult result = sim::Simulate(*module, *topology, options);
+  std::unique_ptr<ir::Module> module = LoadModule(vm["module"].as<std::string>());
+  // A global annotated module: partition it here, and check against it unpartitioned.
+  std::unique_ptr<ir::Module> global;
+  partitioner::PartitionResult partitioned;
+  std::vector<ir::Literal> global_args;
+  sim::SimOptions run_options = options;
+  if (options.num_partitions > 1 && sim::IsGlobalProgram(*module)) {
+    global = std::move(module);
+    partitioner::ValidateShardings(*global, options.num_partitions);
+    partitioner::PropagateShardings(*global, options.num_partitions);
+    partitioner::PartitionOptions popts;
+    popts.num_partitions = options.num_partitions;
+    partitioned = partitioner::PartitionSpmd(*global, popts);
+    std::cerr << "partitioned " << global->name() << " for " << options.num_partitions
+              << " partitions: " << global->InstructionCount() << " -> "
+              << partitioned.module->InstructionCount() << " instructions\n";
+    if (options.functional) {
+      global_args = ir::RandomArguments(*global, options.functional_seed);
+      run_options.functional_args = partitioner::ShardArguments(partitioned, global_args);
+    }
+  }
+  const ir::Module& spmd = global ? *partitioned.module : *module;
+  const sim::RunResult result = sim::Simulate(spmd, *topology, run_options);
 
   if (vm.count("json")) {
     std::cout << sim::ResultsToJson(result).dump(2) << "\n";
@@ -144,8 +173,17 @@ int SimulateCommand(const Args& args) {
     if (!vm.count("json")) std::cout << "wrote " << vm["trace"].as<std::string>() << "\n";
   }
   if (result.functional) {
-    PrintCheck(*result.functional, vm.count("json") ? std::cerr : std::cout);
-    if (!result.functional->ok()) return 1;
+    std::ostream& os = vm.count("json") ? std::cerr : std::cout;
+    PrintCheck(*result.functional, os);
+    bool ok = result.functional->ok();
+    if (global) {
+      const partitioner::EquivalenceReport report = partitioner::CompareOutputs(
+          *global, partitioned, global_args, result.functional->outputs);
+      os << "check: outputs vs the unpartitioned module (podsim check tolerances):\n"
+         << report.ToString();
+      ok = ok && report.ok();
+    }
+    if (!ok) return 1;
   }
   return 0;
 }

@@ -160,22 +160,34 @@ Literal Reassemble(const std::vector<Literal>& shards, const ir::Sharding& shard
   return out;
 }
 
-EquivalenceReport CompareSpmd(const ir::Module& global, const PartitionResult& spmd,
-                              const std::vector<Literal>& args, const EquivalenceOptions& options) {
+std::vector<std::vector<Literal>> ShardArguments(const PartitionResult& spmd,
+                                                 const std::vector<Literal>& args,
+                                                 const EquivalenceOptions& options) {
   const int64_t n = spmd.num_partitions;
-  const Literal expected = Reference(global, args, n);
-  std::vector<std::vector<Literal>> shard_args(n);
   if (args.size() != spmd.parameter_shardings.size()) {
     throw Error("CompareSpmd: " + std::to_string(args.size()) + " arguments for " +
                 std::to_string(spmd.parameter_shardings.size()) + " parameters");
   }
+  std::vector<std::vector<Literal>> shard_args(n);
   for (int64_t p = 0; p < n; ++p) {
     for (size_t k = 0; k < args.size(); ++k) {
       const double fill = options.poison_padding ? Poison(args[k].shape.dtype) : 0.0;
       shard_args[p].push_back(ShardOf(args[k], spmd.parameter_shardings[k], p, n, fill));
     }
   }
-  const std::vector<Literal> results = ir::InterpretSpmd(*spmd.module, shard_args, n);
+  return shard_args;
+}
+
+EquivalenceReport CompareOutputs(const ir::Module& global, const PartitionResult& spmd,
+                                 const std::vector<Literal>& args,
+                                 const std::vector<Literal>& results,
+                                 const EquivalenceOptions& options) {
+  const int64_t n = spmd.num_partitions;
+  if (static_cast<int64_t>(results.size()) != n) {
+    throw Error("CompareOutputs: " + std::to_string(results.size()) + " results for " +
+                std::to_string(n) + " partitions");
+  }
+  const Literal expected = Reference(global, args, n);
   const Instruction* root = global.entry()->root();
   const bool tuple = root->shape.is_tuple;
   EquivalenceReport report;
@@ -204,6 +216,13 @@ EquivalenceReport CompareSpmd(const ir::Module& global, const PartitionResult& s
     report.outputs.push_back(std::move(c));
   }
   return report;
+}
+
+EquivalenceReport CompareSpmd(const ir::Module& global, const PartitionResult& spmd,
+                              const std::vector<Literal>& args, const EquivalenceOptions& options) {
+  const std::vector<Literal> results =
+      ir::InterpretSpmd(*spmd.module, ShardArguments(spmd, args, options), spmd.num_partitions);
+  return CompareOutputs(global, spmd, args, results, options);
 }
 
 EquivalenceReport CheckEquivalence(const ir::Module& global, const PartitionOptions& options,

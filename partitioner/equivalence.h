@@ -65,6 +65,17 @@ ir::Literal ShardOf(const ir::Literal& value, const ir::Sharding& sharding, int6
 ir::Literal Reassemble(const std::vector<ir::Literal>& shards, const ir::Sharding& sharding,
                        const ir::Shape& global);
 
+// Each partition's arguments for `spmd`: its shard of every global argument, padding filled as
+// `options` says.
+std::vector<std::vector<ir::Literal>> ShardArguments(const PartitionResult& spmd,
+                                                     const std::vector<ir::Literal>& args,
+                                                     const EquivalenceOptions& options = {});
+// Compares per-partition `results` of `spmd` run on ShardArguments(spmd, args) (by any executor:
+// the interpreter, the simulator's functional mode) against `global` run on `args`.
+EquivalenceReport CompareOutputs(const ir::Module& global, const PartitionResult& spmd,
+                                 const std::vector<ir::Literal>& args,
+                                 const std::vector<ir::Literal>& results,
+                                 const EquivalenceOptions& options = {});
 // Compares `spmd` (PartitionSpmd of `global`) against `global` on `args` (global arguments). A
 // module with a manual region is its own reference only on all partitions: it then runs in the
 // interpreter's lockstep mode with the whole arguments on every partition.

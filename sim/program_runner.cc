@@ -26,11 +26,7 @@ std::vector<int64_t> DefaultTraceDevices(int64_t num_partitions, const SimOption
   return {devices.begin(), devices.end()};
 }
 
-namespace {
-
-// Throws when the module carries sharding annotations but was never partitioned.
-void CheckSpmd(const ir::Module& module, int64_t partitions) {
-  if (partitions <= 1) return;
+bool IsGlobalProgram(const ir::Module& module) {
   bool annotated = false, spmd = false;
   std::function<void(const ir::Computation&)> scan = [&](const ir::Computation& c) {
     for (const auto& i : c.instructions()) {
@@ -40,7 +36,14 @@ void CheckSpmd(const ir::Module& module, int64_t partitions) {
     }
   };
   scan(*module.entry());
-  if (annotated && !spmd) {
+  return annotated && !spmd;
+}
+
+namespace {
+
+// Throws when the module carries sharding annotations but was never partitioned.
+void CheckSpmd(const ir::Module& module, int64_t partitions) {
+  if (partitions > 1 && IsGlobalProgram(module)) {
     throw Error("module '" + module.name() + "' has sharding annotations but no collectives or "
                 "partition-id: it is a global program, not an SPMD one; partition it first: "
                 "podsim partition, for " +

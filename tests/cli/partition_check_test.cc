@@ -1,4 +1,4 @@
-// What `podsim partition` and `podsim check` do, through the library calls they wrap (load and
+// What `podsim partition`, `podsim check` and `podsim simulate --check` do, through the library calls they wrap (load and
 // verify, ValidateShardings on the mesh, PropagateShardings, PartitionSpmd or
 // CheckEquivalence): the shipped examples partition and check, and each kind of bad input is an
 // error that names the instruction before anything runs. tests/CMakeLists.txt also runs the
@@ -10,12 +10,15 @@
 #include <sstream>
 
 #include "ir/error.h"
+#include "ir/interpreter.h"
 #include "ir/text.h"
 #include "partitioner/annotations.h"
 #include "partitioner/equivalence.h"
 #include "partitioner/propagation.h"
 #include "partitioner/sharding_util.h"
 #include "partitioner/spmd_partitioner.h"
+#include "sim/program_runner.h"
+#include "topologies/load.h"
 
 namespace podsim::partitioner {
 namespace {
@@ -129,3 +132,40 @@ TEST_CASE("bad input names the instruction before anything runs") {
 
 }  // namespace
 }  // namespace podsim::partitioner
+
+namespace podsim::sim {
+namespace {
+
+// podsim simulate FILE --check on a global annotated module: partitioned for the mesh, run in
+// the simulator's functional mode on each partition's shard of one set of global arguments, and
+// compared with the unpartitioned module on those arguments.
+TEST_CASE("simulate --check: the simulator's outputs equal the unpartitioned module's") {
+  std::unique_ptr<ir::Module> m = partitioner::Load("experiments/moe_layer.hlo");
+  REQUIRE(IsGlobalProgram(*m));
+  partitioner::PartitionResult r = partitioner::PartitionCommand(*m, "4");
+  CHECK(!IsGlobalProgram(*r.module));  // it has its AllToAlls now
+  const std::vector<ir::Literal> args = ir::RandomArguments(*m, 3);
+  SimOptions options;
+  options.num_partitions = 4;
+  options.functional = true;
+  options.functional_args = partitioner::ShardArguments(r, args);
+  const std::unique_ptr<topo::Topology> topology = topo::LoadTopology("tpu-v3-8");
+  const RunResult result = Simulate(*r.module, *topology, options);
+  REQUIRE(result.functional);
+  REQUIRE(result.functional->outputs.size() == 4);
+  const partitioner::EquivalenceReport report =
+      partitioner::CompareOutputs(*m, r, args, result.functional->outputs);
+  CHECK_MESSAGE(report.ok(), report.ToString());
+  // The comparison can fail: one wrong element of partition 2's shard is caught.
+  std::vector<ir::Literal> wrong = result.functional->outputs;
+  wrong[2].values[5] += 1.0;
+  CHECK(!partitioner::CompareOutputs(*m, r, args, wrong).ok());
+  // Arguments that are not the shards of `args` (every partition given its own random values, the
+  // simulator's default) do not match the unpartitioned run.
+  options.functional_args.clear();
+  const RunResult unrelated = Simulate(*r.module, *topology, options);
+  CHECK(!partitioner::CompareOutputs(*m, r, args, unrelated.functional->outputs).ok());
+}
+
+}  // namespace
+}  // namespace podsim::sim
