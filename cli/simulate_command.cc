@@ -127,7 +127,7 @@ int SimulateCommand(const Args& args) {
   const std::unique_ptr<topo::Topology> topology = topo::LoadTopology(config["topology"], "topology");
   nlohmann::json sim_config = config;
   sim_config.erase("topology");
-  const sim::SimOptions options = sim::SimOptions::FromJson(sim_config, "");
+  sim::SimOptions options = sim::SimOptions::FromJson(sim_config, "");
   if (options.num_partitions > topology->num_cores()) {
     throw topo::ConfigError("--mesh: " + std::to_string(options.num_partitions) +
                             " partitions do not fit topology '" + topology->name() + "' (" +
@@ -141,7 +141,15 @@ int SimulateCommand(const Args& args) {
   partitioner::PartitionResult partitioned;
   std::vector<ir::Literal> global_args;
   sim::SimOptions run_options = options;
-  if (options.num_partitions > 1 && sim::IsGlobalProgram(*module)) {
+  const sim::ProgramKind kind = sim::ClassifyProgram(*module);
+  if (options.num_partitions == 0) options.num_partitions = topology->num_cores();
+  if (options.num_partitions > 1 && kind == sim::ProgramKind::kUnannotated) {
+    std::cerr << "note: module '" << module->name() << "' has no shardings, collectives or "
+              << "partition-id: each of the " << options.num_partitions
+              << " partitions runs the whole program (replicated); annotate it (podsim "
+                 "partition) to split the work, or pass --mesh 1\n";
+  }
+  if (options.num_partitions > 1 && kind == sim::ProgramKind::kGlobalAnnotated) {
     global = std::move(module);
     partitioner::ValidateShardings(*global, options.num_partitions);
     partitioner::PropagateShardings(*global, options.num_partitions);

@@ -26,7 +26,7 @@ std::vector<int64_t> DefaultTraceDevices(int64_t num_partitions, const SimOption
   return {devices.begin(), devices.end()};
 }
 
-bool IsGlobalProgram(const ir::Module& module) {
+ProgramKind ClassifyProgram(const ir::Module& module) {
   bool annotated = false, spmd = false;
   std::function<void(const ir::Computation&)> scan = [&](const ir::Computation& c) {
     for (const auto& i : c.instructions()) {
@@ -36,14 +36,15 @@ bool IsGlobalProgram(const ir::Module& module) {
     }
   };
   scan(*module.entry());
-  return annotated && !spmd;
+  if (spmd) return ProgramKind::kSpmd;
+  return annotated ? ProgramKind::kGlobalAnnotated : ProgramKind::kUnannotated;
 }
 
 namespace {
 
 // Throws when the module carries sharding annotations but was never partitioned.
 void CheckSpmd(const ir::Module& module, int64_t partitions) {
-  if (partitions > 1 && IsGlobalProgram(module)) {
+  if (partitions > 1 && ClassifyProgram(module) == ProgramKind::kGlobalAnnotated) {
     throw Error("module '" + module.name() + "' has sharding annotations but no collectives or "
                 "partition-id: it is a global program, not an SPMD one; partition it first: "
                 "podsim partition, for " +

@@ -42,9 +42,12 @@ namespace podsim::sim {
 RunResult Simulate(const ir::Module& spmd_module, const topo::Topology& topology,
                    const SimOptions& options);
 
-// True when `module` carries tiled sharding annotations but no collectives or partition-id: a
-// global program for the partitioner, not an SPMD one.
-bool IsGlobalProgram(const ir::Module& module);
+enum class ProgramKind {
+  kSpmd,             // has collectives or partition-id: written for, or lowered to, partitions
+  kGlobalAnnotated,  // tiled sharding annotations, no collectives: input for the partitioner
+  kUnannotated,      // neither: on several partitions every one runs the whole program
+};
+ProgramKind ClassifyProgram(const ir::Module& module);
 
 // The representative devices that get trace tracks when options name none: all of <= 8, else
 // 0, 1, D/2, D-1, plus every straggler; sorted, unique.

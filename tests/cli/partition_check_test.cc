@@ -141,9 +141,11 @@ namespace {
 // compared with the unpartitioned module on those arguments.
 TEST_CASE("simulate --check: the simulator's outputs equal the unpartitioned module's") {
   std::unique_ptr<ir::Module> m = partitioner::Load("experiments/moe_layer.hlo");
-  REQUIRE(IsGlobalProgram(*m));
+  REQUIRE(ClassifyProgram(*m) == ProgramKind::kGlobalAnnotated);
   partitioner::PartitionResult r = partitioner::PartitionCommand(*m, "4");
-  CHECK(!IsGlobalProgram(*r.module));  // it has its AllToAlls now
+  CHECK(ClassifyProgram(*r.module) == ProgramKind::kSpmd);  // it has its AllToAlls now
+  CHECK(ClassifyProgram(*partitioner::Load("experiments/moe_layer_toy.hlo")) ==
+        ProgramKind::kUnannotated);
   const std::vector<ir::Literal> args = ir::RandomArguments(*m, 3);
   SimOptions options;
   options.num_partitions = 4;
