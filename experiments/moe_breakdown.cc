@@ -3,12 +3,16 @@
 // Config keys (defaults in MoeBreakdownConfig):
 //   points       [{"experts": 128, "topology": "tpu-v3-128"}, ...]: E = G = D experts on the
 //                first E cores of that topology, ascending in experts
+//   topology_overrides  object merged into every point's topology (e.g. the effective link
+//                figures fitted to Figure 9 in experiments/gshard_fig9.json)
 //   sim          sim::SimOptions JSON (device, network, collectives, fusion, ...); num_partitions
 //                is set per point
 //   model        {tokens_per_group, d_model, d_ff, num_heads, head_dim, seq_len, capacity,
 //                moe_layer_attention, dtype} overrides of models::PaperMoeConfig(E)
 //   baseline_experts  the size growth and shares are reported against (the first point's when
 //                absent)
+//   details      write each point's simulator tables (sim::WriteResults: results.json,
+//                categories.csv, ops.csv, collectives.csv, ...) to DIR/<E>E/ (default true)
 //   reference    {"file": path relative to the source tree, "figure": key, "experts": size,
 //                "category_map": {paper name: our category}}
 //
@@ -96,8 +100,10 @@ struct MoeBreakdownConfig {
   std::string name = "moe_layer_breakdown";
   std::vector<Point> points = {{128, "tpu-v3-128"}, {512, "tpu-v3-512"}, {2048, "tpu-v3-2048"}};
   nlohmann::json sim = nlohmann::json::object();
+  nlohmann::json topology_overrides = nlohmann::json::object();
   ModelOverrides model;
   int64_t baseline_experts = 0;  // 0: the first point's
+  bool details = true;
   std::optional<Reference> reference;
 
   static MoeBreakdownConfig FromJson(const nlohmann::json& j) {
@@ -121,6 +127,12 @@ struct MoeBreakdownConfig {
         c.points.push_back(pt);
       }
     }
+    if (r.Has("topology_overrides")) {
+      c.topology_overrides = r.Value("topology_overrides");
+      if (!c.topology_overrides.is_object()) {
+        topo::FailAt(r.PathOf("topology_overrides"), "must be an object");
+      }
+    }
     if (r.Has("sim")) {
       c.sim = r.Value("sim");
       sim::SimOptions::FromJson(c.sim, r.PathOf("sim"));  // errors now, not after a run
@@ -134,6 +146,7 @@ struct MoeBreakdownConfig {
                      [&](const Point& p) { return p.experts == c.baseline_experts; })) {
       topo::FailAt(r.PathOf("baseline_experts"), "must be one of the points' experts");
     }
+    c.details = r.Bool("details", c.details);
     if (r.Has("reference")) {
       topo::JsonReader ref = r.Object("reference");
       Reference rf;
@@ -334,7 +347,10 @@ void RunMoeLayerBreakdown(const ExperimentContext& ctx) {
   Progress progress(c.name, static_cast<int64_t>(c.points.size()));
   for (const Point& pt : c.points) {
     const models::MoeLayerConfig model = c.model.Apply(pt.experts);
-    const std::unique_ptr<topo::Topology> topology = topo::LoadTopology(pt.topology);
+    nlohmann::json topology_json = topo::ExpandTopologyConfig(pt.topology, "points.topology");
+    topology_json.merge_patch(c.topology_overrides);
+    const std::unique_ptr<topo::Topology> topology =
+        topo::LoadTopology(topology_json, "points.topology");
     if (pt.experts > topology->num_cores()) {
       topo::FailAt("points", std::to_string(pt.experts) + " experts need as many cores; '" +
                                  pt.topology + "' has " + std::to_string(topology->num_cores()));
@@ -342,6 +358,7 @@ void RunMoeLayerBreakdown(const ExperimentContext& ctx) {
     sim::SimOptions options = base;
     options.num_partitions = pt.experts;
     const sim::RunResult result = SimulateMoeLayerPair(model, *topology, options);
+    if (c.details) sim::WriteResults(result, ctx.out_dir + "/" + std::to_string(pt.experts) + "E");
     std::vector<BreakdownRow> rows = BreakdownRows(pt.experts, result, paper);
     all_rows.insert(all_rows.end(), rows.begin(), rows.end());
     per_point.push_back(rows);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ir/error.h"
+#include "sim/fusion.h"
 #include "topologies/json_reader.h"
 
 namespace podsim::sim {
@@ -19,6 +20,12 @@ DeviceSpec DeviceSpec::FromJson(const nlohmann::json& json, const std::string& p
   s.matrix_bf16_flops = r.Double("matrix_bf16_flops", s.matrix_bf16_flops, Limit::Positive());
   s.f32_matmul_passes = r.Int("f32_matmul_passes", s.f32_matmul_passes, Limit::Between(1, 16));
   s.matrix_tile = r.Int("matrix_tile", s.matrix_tile, Limit::AtLeast(1));
+  s.matrix_sustained_fraction = r.Double("matrix_sustained_fraction", s.matrix_sustained_fraction,
+                                         Limit::Between(0, 1));
+  if (s.matrix_sustained_fraction <= 0) {
+    r.Fail("matrix_sustained_fraction",
+           "must be > 0, got " + topo::FormatNumber(s.matrix_sustained_fraction));
+  }
   s.vector_flops = r.Double("vector_flops", s.vector_flops, Limit::Positive());
   s.transcendental_flops = r.Double("transcendental_flops", s.transcendental_flops,
                                     Limit::AtLeast(1));
@@ -36,6 +43,7 @@ nlohmann::json DeviceSpec::ToJson() const {
   j["matrix_bf16_flops"] = matrix_bf16_flops;
   j["f32_matmul_passes"] = f32_matmul_passes;
   j["matrix_tile"] = matrix_tile;
+  j["matrix_sustained_fraction"] = matrix_sustained_fraction;
   j["vector_flops"] = vector_flops;
   j["transcendental_flops"] = transcendental_flops;
   j["hbm_bandwidth"] = hbm_bandwidth;
@@ -53,6 +61,11 @@ void DeviceSpec::Validate(const std::string& path) const {
   check("matrix_bf16_flops", matrix_bf16_flops, Limit::Positive());
   check("f32_matmul_passes", static_cast<double>(f32_matmul_passes), Limit::Between(1, 16));
   check("matrix_tile", static_cast<double>(matrix_tile), Limit::AtLeast(1));
+  check("matrix_sustained_fraction", matrix_sustained_fraction, Limit::Between(0, 1));
+  if (matrix_sustained_fraction <= 0) {
+    topo::FailAt(topo::JoinPath(path, "matrix_sustained_fraction"),
+                 "must be > 0, got " + topo::FormatNumber(matrix_sustained_fraction));
+  }
   check("vector_flops", vector_flops, Limit::Positive());
   check("transcendental_flops", transcendental_flops, Limit::AtLeast(1));
   check("hbm_bandwidth", hbm_bandwidth, Limit::Positive());
@@ -171,6 +184,12 @@ double MatrixEfficiency(const ir::Instruction& instr, int64_t matrix_tile) {
 
 void AddCompute(const ir::Instruction& instr, const ir::Cost& cost, const DeviceSpec& spec,
                 ComputeWork& work) {
+  if (IsOuterProduct(instr)) {
+    // A multiply of broadcasts (XLA's algebraic simplifier): one multiply per output element.
+    work.vector_flops += static_cast<double>(instr.shape.NumElements());
+    work.launches = true;
+    return;
+  }
   switch (cost.unit) {
     case ir::Unit::kMatrix: {
       double rate = spec.matrix_bf16_flops;
@@ -181,7 +200,8 @@ void AddCompute(const ir::Instruction& instr, const ir::Cost& cost, const Device
       const double peak_s = cost.flops / rate;
       work.matrix_flops += cost.flops;
       work.matrix_peak_s += peak_s;
-      work.matrix_modelled_s += peak_s / MatrixEfficiency(instr, spec.matrix_tile);
+      work.matrix_modelled_s +=
+          peak_s / (MatrixEfficiency(instr, spec.matrix_tile) * spec.matrix_sustained_fraction);
       work.launches = true;
       break;
     }

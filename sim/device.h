@@ -10,7 +10,10 @@
 //   vector_s  = (vector flops + transcendentals * transcendental_flops) / vector_flops
 //   memory_s  = HBM bytes (after fusion) / hbm_bandwidth
 //   roofline  = max(matrix_s, vector_s, memory_s)
-//   modelled  = max(matrix_s / tile efficiency, vector_s, memory_s) + op_overhead
+//   modelled  = max(matrix_s / (tile efficiency * matrix_sustained_fraction), vector_s,
+//                   memory_s) + op_overhead
+// An outer-product dot (no contracting dims, sim/fusion.h IsOuterProduct) is an elementwise
+// multiply on the vector unit: one FLOP per output element.
 // The matrix unit, the vector unit and the HBM DMA engines work concurrently (XLA pipelines a
 // fusion's tiles), hence max, not sum. Bookkeeping ops (parameter, constant, tuple,
 // get-tuple-element, partition-id) launch nothing and take no time.
@@ -33,6 +36,10 @@ struct DeviceSpec {
   // HIGHEST: 6). The f32 rate is matrix_bf16_flops / f32_matmul_passes.
   int64_t f32_matmul_passes = 1;
   int64_t matrix_tile = 128;           // systolic array side: contraction and output dims pad to it
+  // Fraction of the matrix-unit peak a large, tile-filling matmul sustains (systolic pipeline
+  // fill and drain per tile pass, operand feeding), in (0, 1]. Modelled time only; the roofline
+  // is at peak.
+  double matrix_sustained_fraction = 1.0;
   double vector_flops = 3.85e12;       // FLOP/s of the vector unit, per core, > 0
   double transcendental_flops = 16;    // vector-unit FLOPs one exp/log/tanh/rsqrt costs, >= 1
   double hbm_bandwidth = 450e9;        // B/s per core, > 0
@@ -64,7 +71,8 @@ struct OpTime {
   Time roofline;   // max(compute at peak, HBM traffic at full bandwidth): an upper bound on speed
   Time modelled;   // with tile-padding efficiency, f32 passes and the per-op overhead
   Bound bound = Bound::kNone;
-  double matrix_efficiency = 1.0;  // flops-weighted fraction of the matrix tile the dots fill
+  // Peak over modelled matrix time: tile fill times matrix_sustained_fraction, flops-weighted.
+  double matrix_efficiency = 1.0;
 };
 
 // The work of one launched op (a single instruction or a fused group) on one device.

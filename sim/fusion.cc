@@ -36,6 +36,11 @@ bool IsLoopFusible(Opcode op) {
 bool IsReduceRoot(Opcode op) { return op == Opcode::kReduce || op == Opcode::kArgmax; }
 bool IsContraction(Opcode op) { return op == Opcode::kDot || op == Opcode::kConvolution; }
 
+// The same, per instruction: an outer-product dot (no contracting dims) is an elementwise
+// multiply of broadcasts (IsOuterProduct), loop-fusible and not a contraction.
+bool IsLoopFusible(const Instruction* i) { return IsLoopFusible(i->opcode) || IsOuterProduct(*i); }
+bool IsContraction(const Instruction* i) { return IsContraction(i->opcode) && !IsOuterProduct(*i); }
+
 // May take a producer into a dot / convolution operand.
 bool IsCheapOperandProducer(Opcode op) {
   return op == Opcode::kConvert || op == Opcode::kReshape || IsDuplicable(op);
@@ -110,9 +115,9 @@ class Planner {
                 taken_by,
             int32_t index) {
     const Opcode root_op = g.root->opcode;
-    if (!IsLoopFusible(root_op) && !IsReduceRoot(root_op) && !IsContraction(root_op)) return;
+    if (!IsLoopFusible(g.root) && !IsReduceRoot(root_op) && !IsContraction(g.root)) return;
     if (root_op == Opcode::kConstant || root_op == Opcode::kIota) return;
-    bool has_contraction = IsContraction(root_op);
+    bool has_contraction = IsContraction(g.root);
     std::unordered_set<const Instruction*> members = {g.root};
     for (size_t k = 0; k < g.members.size(); ++k) {
       const Instruction* consumer = g.members[k];
@@ -126,13 +131,13 @@ class Planner {
         if (group_of.count(p)) continue;  // already the root or member of a later group
         const Opcode op = p->opcode;
         bool take = false;
-        if (IsContraction(consumer->opcode)) {
+        if (IsContraction(consumer)) {
           take = IsCheapOperandProducer(op);
-        } else if (IsLoopFusible(op)) {
+        } else if (IsLoopFusible(p)) {
           take = true;
-        } else if (IsContraction(op)) {
+        } else if (IsContraction(p)) {
           // Output fusion: the dot joins an elementwise consumer chain.
-          take = !has_contraction && IsLoopFusible(root_op);
+          take = !has_contraction && IsLoopFusible(g.root);
         }
         if (!take) continue;
         const bool duplicate = IsDuplicable(op);
@@ -141,7 +146,7 @@ class Planner {
           for (const Instruction* u : UsersOf(p)) all_users_inside = all_users_inside && members.count(u);
           if (!all_users_inside) continue;
         }
-        if (IsContraction(op)) has_contraction = true;
+        if (IsContraction(p)) has_contraction = true;
         members.insert(p);
         g.members.push_back(p);
         if (duplicate) {
@@ -166,7 +171,8 @@ class Planner {
       for (const Instruction* o : g.root->operands) {
         if (std::find(g.inputs.begin(), g.inputs.end(), o) == g.inputs.end()) g.inputs.push_back(o);
       }
-      g.hbm_bytes = CostBytes(costs_, g.root);
+      g.bitcast = IsBitcast(*g.root);
+      g.hbm_bytes = g.bitcast ? 0.0 : CostBytes(costs_, g.root);
       return;
     }
     std::unordered_set<const Instruction*> inside(g.members.begin(), g.members.end());
@@ -194,6 +200,36 @@ class Planner {
 };
 
 }  // namespace
+
+bool IsBitcast(const ir::Instruction& instr) {
+  if (instr.opcode != Opcode::kReshape && instr.opcode != Opcode::kTranspose) return false;
+  if (instr.operands.size() != 1) return false;
+  // The non-unit dims of the result in memory (row-major) order...
+  std::vector<int64_t> out;
+  for (int64_t d : instr.shape.dims) {
+    if (d != 1) out.push_back(d);
+  }
+  // ... against the operand's: a transpose reads them in permutation order.
+  std::vector<int64_t> in;
+  const auto& src = instr.operand(0)->shape.dims;
+  if (instr.opcode == Opcode::kTranspose) {
+    for (int64_t p : instr.dimensions) {
+      const int64_t d = src[static_cast<size_t>(p)];
+      if (d != 1) in.push_back(p);
+    }
+    // Non-unit source dims must be visited in increasing order.
+    return std::is_sorted(in.begin(), in.end());
+  }
+  for (int64_t d : src) {
+    if (d != 1) in.push_back(d);
+  }
+  return in == out;
+}
+
+bool IsOuterProduct(const ir::Instruction& instr) {
+  return instr.opcode == Opcode::kDot && instr.dot.lhs_contracting.empty() &&
+         instr.dot.rhs_contracting.empty();
+}
 
 FusionPlan PlanFusion(const ir::Computation& computation,
                       const std::unordered_map<const ir::Instruction*, ir::Cost>& costs,

@@ -14,6 +14,8 @@
 //  - A producer fuses only when every user is in the same fusion (single-output fusions), except
 //    constant, iota and broadcast, which are duplicated into every consumer that wants them (and
 //    still run on their own if some user did not fuse them).
+//  - An outer-product dot (IsOuterProduct) counts as an elementwise op.
+//  - A lone IsBitcast reshape / transpose moves no bytes and launches nothing.
 //  - Never fused: parameters, tuples, get-tuple-element, partition-id, collectives, loops, and
 //    data movement other than broadcast / reshape (transpose, slices, pad, concatenate, gather,
 //    dynamic-update-slice), sort, top-k, cumsum, reduce-window, random-uniform.
@@ -47,7 +49,22 @@ struct FusionGroup {
   // Distinct operands of members that are not members, in first-use order.
   std::vector<const ir::Instruction*> inputs;
   double hbm_bytes = 0;  // bytes read from and written to HBM by one execution
+  // A group of one IsBitcast instruction: no kernel, no bytes (XLA emits a bitcast).
+  bool bitcast = false;
 };
+
+// A reshape or transpose that keeps every element where it is in a row-major buffer: the dims
+// other than 1 stay in the same order (a transpose that only moves unit dims, e.g.
+// [1,E,C,M] -> [E,1,C,M] with one group per core, or a reshape adding or dropping unit dims).
+// XLA turns these into bitcasts; the simulator gives them no time and no bytes. A reshape that
+// merges or splits non-unit dims is not counted as one: the IR has no layouts (a TPU's tiled
+// minor dims can make it a copy).
+bool IsBitcast(const ir::Instruction& instr);
+
+// A dot with no contracting dims (an outer product, possibly batched): XLA's algebraic
+// simplifier rewrites it into a multiply of broadcasts, so it runs on the vector unit (one
+// multiply per output element) and fuses as an elementwise op.
+bool IsOuterProduct(const ir::Instruction& instr);
 
 struct FusionPlan {
   // Groups in execution order (by the root's position in the computation).

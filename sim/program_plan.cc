@@ -146,8 +146,10 @@ class PlanBuilder {
           w.ops += b.ops * trips;
         }
       } else {
-        for (const Instruction* m : group.members) {
-          AddCompute(*m, CostOf(m), options_.device, step.work);
+        if (!group.bitcast) {
+          for (const Instruction* m : group.members) {
+            AddCompute(*m, CostOf(m), options_.device, step.work);
+          }
         }
         step.work.hbm_bytes = step.work.launches ? group.hbm_bytes : 0.0;
         if (step.work.launches) {

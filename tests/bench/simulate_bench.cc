@@ -8,7 +8,8 @@
 // produce the real one; this one has the same shapes and collectives): 2048 tokens per core,
 // d_model 1024, 16 heads of 128, d_ff 8192, E = D experts, capacity C = 2S/E, one group per
 // core; dispatch and combine are all-to-alls of E x C x M bf16 values per partition (8 MiB at
-// 2048 experts). Counters: step_us (simulated step time), peak_rss_mib (process high-water mark).
+// 2048 experts). BM_SimulateGShardFig8 runs the real program instead (the models/ builder, the
+// partitioner). Counters: step_us (simulated step time), peak_rss_mib (process high-water mark).
 
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
@@ -17,6 +18,9 @@
 #include <string>
 
 #include "ir/builder.h"
+#include "models/moe_transformer.h"
+#include "partitioner/propagation.h"
+#include "partitioner/spmd_partitioner.h"
 #include "sim/program_runner.h"
 #include "topologies/load.h"
 
@@ -195,6 +199,32 @@ void BM_SimulateMoeLayerPair(benchmark::State& state) {
   state.counters["alltoall_us"] = result.collectives.empty() ? 0.0 : result.collectives[0].mean.micros();
 }
 BENCHMARK(BM_SimulateMoeLayerPair)->Arg(128)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+
+// The real Figure 8 program: models::BuildMoeLayerPair(PaperMoeConfig(E)) propagated and
+// partitioned for E = D cores (outside the timed loop), then simulated in timing mode with the
+// tpu-v3-core preset and the flow network, as `podsim run experiments/gshard_fig8.json` does.
+void BM_SimulateGShardFig8(benchmark::State& state) {
+  const int64_t cores = state.range(0);
+  const auto topology = topo::LoadTopology("tpu-v3-" + std::to_string(cores));
+  std::unique_ptr<ir::Module> global = models::BuildMoeLayerPair(models::PaperMoeConfig(cores));
+  partitioner::PropagateShardings(*global, cores);
+  partitioner::PartitionOptions popts;
+  popts.num_partitions = cores;
+  const partitioner::PartitionResult spmd = partitioner::PartitionSpmd(*global, popts);
+  SimOptions options;
+  options.device = LoadDeviceSpec("tpu-v3-core");
+  options.num_partitions = cores;
+  RunResult result;
+  for (auto _ : state) {
+    result = Simulate(*spmd.module, *topology, options);
+    benchmark::DoNotOptimize(result.step_time);
+  }
+  state.counters["step_us"] = result.step_time.micros();
+  state.counters["instructions"] = static_cast<double>(spmd.module->InstructionCount());
+  state.counters["peak_rss_mib"] = PeakRssMib();
+}
+BENCHMARK(BM_SimulateGShardFig8)->Arg(128)->Arg(512)->Arg(2048)->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 
 }  // namespace

@@ -138,6 +138,38 @@ TEST_CASE("a fused group overlaps its units: max of matrix, vector and memory, o
   CHECK(TimeWork(ComputeWork{}, HandSpec()).modelled == Time{0});
 }
 
+TEST_CASE("matrix_sustained_fraction stretches the modelled matmul time, not the roofline") {
+  // The full-tile dot above: 100.663296 us at peak. At a sustained fraction of 0.5 the matrix
+  // unit takes 2 x 100.663296 = 201.326592 us, + 1 us overhead; the roofline stays at peak.
+  OneOp o = Dot(DType::kBF16, 256, 512, 384);
+  DeviceSpec spec = HandSpec();
+  spec.matrix_sustained_fraction = 0.5;
+  const OpTime t = TimeOf(*o.op, spec);
+  CHECK(t.roofline == Time::FromSeconds(100.663296e-6));
+  CHECK(t.modelled == Time::FromSeconds(202.326592e-6));
+  CHECK(t.matrix_efficiency == doctest::Approx(0.5));
+}
+
+TEST_CASE("an outer-product dot (no contracting dims) is a vector multiply") {
+  // f32 [256] x [512] -> [256,512]: 131,072 multiplies -> 0.131072 us on the 1e12 vector unit;
+  // bytes (256 + 512 + 131072) * 4 = 527,360 -> 5.2736 us at 1e11: memory-bound.
+  // Modelled 5.2736 + 1 us overhead. On the matrix unit it would be 2*256*512 flops at 1/128
+  // tile fill (K = 1).
+  OneOp o;
+  Builder b(o.module->AddComputation("main", true));
+  auto* x = b.Parameter(0, Shape(DType::kF32, {256}), "x");
+  auto* y = b.Parameter(1, Shape(DType::kF32, {512}), "y");
+  o.op = b.Dot(x, y, ir::DotDims{});
+  const OpTime t = TimeOf(*o.op, HandSpec());
+  CHECK(t.roofline == Time::FromSeconds(5.2736e-6));
+  CHECK(t.modelled == Time::FromSeconds(6.2736e-6));
+  CHECK(t.bound == Bound::kMemory);
+  ComputeWork w;
+  AddCompute(*o.op, ir::InstructionCost(*o.op), HandSpec(), w);
+  CHECK(w.vector_flops == 131072);
+  CHECK(w.matrix_flops == 0);
+}
+
 TEST_CASE("device presets load, round-trip, and can be patched") {
   for (const std::string& name : DevicePresetNames()) {
     INFO(name);
@@ -163,6 +195,16 @@ TEST_CASE("bad device specs are errors naming the field") {
   nlohmann::json j = HandSpec().ToJson();
   j["hbm_bandwidth"] = 0;
   CHECK_THROWS_WITH(DeviceSpec::FromJson(j, "device"), "device.hbm_bandwidth: must be > 0, got 0");
+  j = HandSpec().ToJson();
+  j["matrix_sustained_fraction"] = 0;
+  CHECK_THROWS_WITH(DeviceSpec::FromJson(j, "device"),
+                    "device.matrix_sustained_fraction: must be > 0, got 0");
+  j["matrix_sustained_fraction"] = 1.5;
+  CHECK_THROWS_WITH(DeviceSpec::FromJson(j, "device"),
+                    doctest::Contains("device.matrix_sustained_fraction"));
+  s = HandSpec();
+  s.matrix_sustained_fraction = 0;
+  CHECK_THROWS_WITH(s.Validate(), "device.matrix_sustained_fraction: must be > 0, got 0");
   j = HandSpec().ToJson();
   j["hbm_bandwith"] = 1;  // misspelt
   CHECK_THROWS_AS(DeviceSpec::FromJson(j, "device"), topo::ConfigError);

@@ -142,5 +142,46 @@ TEST_CASE("data movement other than broadcast / reshape is not fused") {
   CHECK(plan.group_of.at(t) != plan.group_of.at(n));
 }
 
+TEST_CASE("a reshape or transpose that only moves unit dims is a bitcast: no kernel, no bytes") {
+  // [1,8,4] -> transpose {1,0,2} -> [8,1,4]: the non-unit dims 8, 4 keep their order, so every
+  // element stays where it is. transpose {2,1,0} -> [4,8,1] swaps them: a real copy,
+  // (32 + 32) * 4 = 256 bytes. reshape [8,4] -> [8,1,4] is a bitcast, [8,4] -> [32] is not
+  // counted as one (it merges dims).
+  ir::Module m("bitcast");
+  Builder b(m.AddComputation("main", true));
+  auto* x = b.Parameter(0, Shape(DType::kF32, {1, 8, 4}), "x");
+  auto* moved = b.Transpose(x, {1, 0, 2});
+  auto* swapped = b.Transpose(x, {2, 1, 0});
+  auto* y = b.Parameter(1, Shape(DType::kF32, {8, 4}), "y");
+  auto* unit = b.Reshape(y, {8, 1, 4});
+  auto* merged = b.Reshape(y, {32});
+  b.Tuple({moved, swapped, unit, merged});
+  CHECK(IsBitcast(*moved));
+  CHECK_FALSE(IsBitcast(*swapped));
+  CHECK(IsBitcast(*unit));
+  CHECK_FALSE(IsBitcast(*merged));
+  const FusionPlan plan = Plan(m, true);
+  CHECK(GroupOf(plan, moved).bitcast);
+  CHECK(GroupOf(plan, moved).hbm_bytes == 0);
+  CHECK_FALSE(GroupOf(plan, swapped).bitcast);
+  CHECK(GroupOf(plan, swapped).hbm_bytes == 256);
+}
+
+TEST_CASE("an outer-product dot fuses like an elementwise multiply") {
+  // neg(dot(a [64], b [32]) with no contracting dims) -> [64,32] f32: one loop fusion reading
+  // a and b ((64 + 32) * 4 = 384 bytes) and writing 64*32*4 = 8192 bytes.
+  ir::Module m("outer");
+  Builder b(m.AddComputation("main", true));
+  auto* a = b.Parameter(0, Shape(DType::kF32, {64}), "a");
+  auto* c = b.Parameter(1, Shape(DType::kF32, {32}), "c");
+  auto* outer = b.Dot(a, c, ir::DotDims{});
+  auto* n = b.Neg(outer);
+  CHECK(IsOuterProduct(*outer));
+  const FusionPlan plan = Plan(m, true);
+  CHECK(plan.group_of.at(outer) == plan.group_of.at(n));
+  CHECK(GroupOf(plan, n).kind == FusionKind::kLoop);
+  CHECK(GroupOf(plan, n).hbm_bytes == 384 + 8192);
+}
+
 }  // namespace
 }  // namespace podsim::sim
