@@ -176,6 +176,13 @@ class FlowNetwork::Impl {
   std::vector<int64_t> latency_;  // per link, ps
 
   int64_t time_ps_ = 0;  // model time
+  // Start()'s reusable routing buffers: the paths of the transfer being started (entries past
+  // RouteSplitInto's count are stale) and their byte split.
+  std::vector<topo::Topology::WeightedPath> route_paths_;
+  size_t route_count_ = 0;
+  int64_t route_src_core_ = -1;  // route_paths_ hold the route from this core to this chip
+  int64_t route_dst_chip_ = -1;  // (-1: not reusable)
+  std::vector<int64_t> split_parts_;
   Stats stats_;
 
   // All classes (finished ones until compaction), their paths, rates and members.
@@ -322,23 +329,33 @@ void FlowNetwork::Impl::Start(TransferId id, int64_t src_core, int64_t dst_core,
   } else {
     internal::CheckStart("flow", topology_, src_core, dst_core, bytes, now, now, now);
   }
-  const std::vector<topo::Topology::WeightedPath> paths = topology_.RouteSplit(src_core, dst_core);
-  if (paths.empty()) throw Error("flow network: topology " + topology_.name() + " returned no path");
+  // Routed into buffers kept across calls: no allocation per transfer. Routes between distinct
+  // chips depend only on (src core, dst chip) (Topology::Route), so consecutive starts to the
+  // cores of one chip (an AllToAll loop) reuse the previous route.
+  const int64_t src_chip = topology_.ChipOfCore(src_core);
+  const int64_t dst_chip = topology_.ChipOfCore(dst_core);
+  if (src_chip == dst_chip || src_core != route_src_core_ || dst_chip != route_dst_chip_) {
+    route_count_ = topology_.RouteSplitInto(src_core, dst_core, route_paths_);
+    route_src_core_ = src_chip == dst_chip ? -1 : src_core;
+    route_dst_chip_ = src_chip == dst_chip ? -1 : dst_chip;
+  }
+  const size_t num_paths = route_count_;
+  if (num_paths == 0) throw Error("flow network: topology " + topology_.name() + " returned no path");
+  const std::vector<topo::Topology::WeightedPath>& paths = route_paths_;
   int32_t slot = kNoSlot;
-  std::vector<int64_t> split;
   const int64_t* parts = &bytes.value;  // bytes of each path
-  if (paths.size() > 1) {
-    split = internal::SplitBytes(bytes.value, paths);
-    parts = split.data();
+  if (num_paths > 1) {
+    internal::SplitBytesInto(bytes.value, paths.data(), num_paths, split_parts_);
+    parts = split_parts_.data();
     if (free_slots_.empty()) {
       free_slots_.push_back(static_cast<int32_t>(slots_.size()));
       slots_.emplace_back();
     }
     slot = free_slots_.back();
     free_slots_.pop_back();
-    slots_[static_cast<size_t>(slot)] = MultiSlot{id, static_cast<int32_t>(paths.size()), batch_ps_};
+    slots_[static_cast<size_t>(slot)] = MultiSlot{id, static_cast<int32_t>(num_paths), batch_ps_};
   }
-  for (size_t p = 0; p < paths.size(); ++p) {
+  for (size_t p = 0; p < num_paths; ++p) {
     if (paths[p].links.empty() || parts[p] == 0) {
       // Nothing to move over links: done after the path's latency (0 for the same core).
       SubflowDone(id, slot, batch_ps_ + internal::PathLatencyPs(topology_, paths[p].links));

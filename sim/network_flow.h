@@ -11,6 +11,8 @@
 //
 // Speed (see tests/bench/network_bench.cc):
 //  - starts at one time are batched and rates are computed once per batch (not per Start call);
+//  - routes go into buffers reused across starts (Topology::RouteSplitInto), and consecutive
+//    starts from one core to the cores of one chip reuse the route;
 //  - flows of one batch with the same path and byte count form one weighted class: under max-min
 //    fairness they always get equal rates and finish together, so this is exact (cores of one
 //    chip sending to cores of another chip share a path). Matches are looked for among recent

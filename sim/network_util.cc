@@ -42,17 +42,23 @@ void CheckAdvance(const char* model, Time t, Time model_time, Time next_event) {
 }
 
 std::vector<int64_t> SplitBytes(int64_t bytes, const std::vector<topo::Topology::WeightedPath>& paths) {
-  std::vector<int64_t> parts(paths.size(), 0);
+  std::vector<int64_t> parts;
+  SplitBytesInto(bytes, paths.data(), paths.size(), parts);
+  return parts;
+}
+
+void SplitBytesInto(int64_t bytes, const topo::Topology::WeightedPath* paths, size_t n,
+                    std::vector<int64_t>& parts) {
+  parts.assign(n, 0);
   double cumulative = 0;
   int64_t given = 0;
-  for (size_t i = 0; i + 1 < paths.size(); ++i) {
+  for (size_t i = 0; i + 1 < n; ++i) {
     cumulative += paths[i].fraction;
     const int64_t upto = std::clamp<int64_t>(std::llround(static_cast<double>(bytes) * cumulative), given, bytes);
     parts[i] = upto - given;
     given = upto;
   }
-  if (!parts.empty()) parts.back() = bytes - given;
-  return parts;
+  if (n > 0) parts.back() = bytes - given;
 }
 
 int64_t PathLatencyPs(const topo::Topology& topology, const std::vector<int64_t>& links) {

@@ -24,6 +24,9 @@ void CheckAdvance(const char* model, Time t, Time model_time, Time next_event);
 // Bytes of each path: path i carries round(bytes * (f_0 + ... + f_i)) - round(bytes * (f_0 +
 // ... + f_{i-1})), the last path the rest, so the parts are integers that sum to `bytes`.
 std::vector<int64_t> SplitBytes(int64_t bytes, const std::vector<topo::Topology::WeightedPath>& paths);
+// The same for paths[0 .. n), into `parts` (resized to n; reused storage).
+void SplitBytesInto(int64_t bytes, const topo::Topology::WeightedPath* paths, size_t n,
+                    std::vector<int64_t>& parts);
 
 // Sum of the per-hop latencies of `links`, in picoseconds.
 int64_t PathLatencyPs(const topo::Topology& topology, const std::vector<int64_t>& links);

@@ -79,6 +79,16 @@ class Topology {
   virtual std::vector<WeightedPath> RouteSplit(int64_t src_core, int64_t dst_core) const {
     return {{Route(src_core, dst_core), 1.0}};
   }
+  // RouteSplit into reusable storage: sets out[0 .. n) to the paths and returns n. `out` keeps
+  // any longer tail, so a caller that passes the same vector every time reuses its path buffers
+  // (tori route without allocating once they have grown).
+  virtual size_t RouteSplitInto(int64_t src_core, int64_t dst_core,
+                                std::vector<WeightedPath>& out) const {
+    std::vector<WeightedPath> paths = RouteSplit(src_core, dst_core);
+    if (out.size() < paths.size()) out.resize(paths.size());
+    for (size_t i = 0; i < paths.size(); ++i) out[i] = std::move(paths[i]);
+    return paths.size();
+  }
   // Number of links on Route(src_core, dst_core) (every split path has the same length).
   virtual int64_t Hops(int64_t src_core, int64_t dst_core) const {
     return static_cast<int64_t>(Route(src_core, dst_core).size());

@@ -219,6 +219,41 @@ std::vector<Topology::WeightedPath> TorusTopology::RouteSplit(int64_t src_core,
   return paths;
 }
 
+size_t TorusTopology::RouteSplitInto(int64_t src_core, int64_t dst_core,
+                                     std::vector<WeightedPath>& out) const {
+  const int64_t cpc = config_.cores_per_chip;
+  if (config_.tie_break != TieBreak::kSplit || router_ || src_core / cpc == dst_core / cpc) {
+    if (out.empty()) out.resize(1);
+    out[0].links.clear();
+    AppendRoute(src_core, dst_core, out[0].links);
+    out[0].fraction = 1.0;
+    return 1;
+  }
+  CheckCore(src_core);
+  CheckCore(dst_core);
+  const int64_t src_chip = src_core / cpc;
+  Leg legs[kMaxDims];
+  const int64_t hops = PlanLegs(src_chip, dst_core / cpc, src_core % cpc, legs);
+  int tie_dims[kMaxDims];
+  size_t ties = 0;
+  for (int d = 0; d < ndims_; ++d) {
+    if (legs[d].tie) tie_dims[ties++] = d;
+  }
+  // As RouteSplit: every combination of directions on the tied dimensions, 2^ties paths.
+  const uint32_t combos = 1u << ties;
+  if (out.size() < combos) out.resize(combos);
+  for (uint32_t m = 0; m < combos; ++m) {
+    uint32_t flip = 0;
+    for (size_t i = 0; i < ties; ++i) {
+      if ((m >> i) & 1u) flip |= 1u << tie_dims[i];
+    }
+    out[m].links.resize(static_cast<size_t>(hops));
+    WriteLegs(src_chip, legs, flip, out[m].links.data());
+    out[m].fraction = 1.0 / static_cast<double>(combos);
+  }
+  return combos;
+}
+
 int64_t TorusTopology::Hops(int64_t src_core, int64_t dst_core) const {
   CheckCore(src_core);
   CheckCore(dst_core);

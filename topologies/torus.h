@@ -39,6 +39,8 @@ class TorusTopology final : public Topology {
   std::vector<int64_t> Route(int64_t src_core, int64_t dst_core) const override;
   void AppendRoute(int64_t src_core, int64_t dst_core, std::vector<int64_t>& out) const override;
   std::vector<WeightedPath> RouteSplit(int64_t src_core, int64_t dst_core) const override;
+  size_t RouteSplitInto(int64_t src_core, int64_t dst_core,
+                        std::vector<WeightedPath>& out) const override;
   int64_t Hops(int64_t src_core, int64_t dst_core) const override;
   const GridShape* grid() const override { return &grid_; }
   nlohmann::json ToJson() const override;

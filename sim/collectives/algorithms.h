@@ -6,8 +6,10 @@
 //                 ChooseRingOrder (group_geometry.h): a Hamiltonian cycle on box groups.
 //   "ring-bidir"  bidirectional ring: each piece halved, one half each way round.
 //   "torus"       dimension-wise: reduce-scatter along each axis of a box group in turn, then
-//                 all-gather back in reverse order, a bidirectional ring per line (all-reduce,
-//                 all-gather, reduce-scatter; box groups on grid topologies).
+//                 all-gather back in reverse order, a bidirectional ring per line; the data is
+//                 cut into one part per chip axis, each with the axes rotated, so that every
+//                 axis's links are busy at once (all-reduce, all-gather, reduce-scatter; box
+//                 groups on grid topologies).
 //   "direct"      every pair at once, one message per pair (every collective; the only one for
 //                 collective-permute).
 //   "dim-staged"  all-to-all in one stage per axis, aggregated messages between neighbours of

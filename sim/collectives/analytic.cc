@@ -107,18 +107,18 @@ AnalyticEstimate Ring(const AnalyticInput& in, bool bidirectional) {
   return e;
 }
 
-AnalyticEstimate Torus(const AnalyticInput& in) {
-  double cores = 1;  // the cores of one chip run parallel lines over the same chip links
-  for (const AnalyticAxis& a : in.axes) {
-    if (a.core_axis) cores = static_cast<double>(a.size);
-  }
-  double data = DataPerMember(in);
+// One rotation of the torus algorithm: `axes` in its phase order, `data` its part of D.
+// The core axis keeps its place in every rotation, so the R rotations' core phases run at once
+// over the same on-chip links: each gets 1 / R of their bandwidth.
+AnalyticEstimate TorusRotation(const std::vector<AnalyticAxis>& axes, double data, double cores,
+                               double rotations) {
   AnalyticEstimate e;
-  for (const AnalyticAxis& a : in.axes) {
+  for (const AnalyticAxis& a : axes) {
     if (a.size < 2) continue;
     const double s = static_cast<double>(a.size);
     const bool two_ways = a.wraparound || (a.core_axis && a.size > 2);
-    const double bandwidth = a.bandwidth * (two_ways ? 2.0 : 1.0) / (a.core_axis ? 1.0 : cores);
+    const double bandwidth =
+        a.bandwidth * (two_ways ? 2.0 : 1.0) / (a.core_axis ? rotations : cores);
     // On a line of > 2 members each piece crosses the closing hop (s - 1 hops) once per phase.
     const double extra_hops = (a.wraparound || a.core_axis || a.size <= 2) ? 0.0 : s - 2;
     e.latency_s += (s - 1 + extra_hops) * a.hop_latency_s;
@@ -127,6 +127,35 @@ AnalyticEstimate Torus(const AnalyticInput& in) {
                  " s + " + Num(data / s) + " B / " + Num(bandwidth) + " B/s)" +
                  (extra_hops > 0 ? " + " + Num(extra_hops) + " closing-hop latencies" : "");
     data /= s;
+  }
+  return e;
+}
+
+AnalyticEstimate Torus(const AnalyticInput& in) {
+  double cores = 1;  // the cores of one chip run parallel lines over the same chip links
+  std::vector<size_t> chip_positions;  // positions of the chip axes (size >= 2) in phase order
+  for (size_t t = 0; t < in.axes.size(); ++t) {
+    const AnalyticAxis& a = in.axes[t];
+    if (a.core_axis) cores = static_cast<double>(a.size);
+    if (!a.core_axis && a.size >= 2) chip_positions.push_back(t);
+  }
+  // R rotations, each with D / R and the chip axes rotated (torus_algorithms.cc); they run at
+  // once on different axes: the slowest rotation sets the time.
+  const size_t rotations = std::max<size_t>(1, chip_positions.size());
+  AnalyticEstimate e;
+  for (size_t r = 0; r < rotations; ++r) {
+    std::vector<AnalyticAxis> axes = in.axes;
+    for (size_t i = 0; i < chip_positions.size(); ++i) {
+      axes[chip_positions[i]] = in.axes[chip_positions[(i + r) % chip_positions.size()]];
+    }
+    AnalyticEstimate one =
+        TorusRotation(axes, DataPerMember(in) / static_cast<double>(rotations), cores,
+                      static_cast<double>(rotations));
+    if (r == 0 || one.latency_s + one.bandwidth_s > e.latency_s + e.bandwidth_s) e = one;
+  }
+  if (rotations > 1) {
+    e.formula = "slowest of " + std::to_string(rotations) + " rotations, D / " +
+                std::to_string(rotations) + " each: " + e.formula;
   }
   if (in.kind == CollectiveKind::kAllReduce) {
     e.latency_s *= 2;

@@ -24,8 +24,11 @@
 //              of (s_t - 1) * (a_t + D_t / (s_t * B_eff_t)) [+ (s_t - 2) * a_t on a line of > 2],
 //              B_eff = B, times 2 on a wrapped axis (bidirectional ring) or a core axis of > 2
 //              cores, divided by c on a chip axis (each chip's c cores run parallel lines over
-//              the same links). All-reduce adds the same again for the all-gather phases. Exact
-//              in the flow model on tori.
+//              the same links). With R >= 2 chip axes the data is cut into R rotations (D / R
+//              each, the chip axes of the phase order rotated cyclically) that run at once: the
+//              time is the slowest rotation's (their core phases share the on-chip links: 1 / R
+//              of B each). All-reduce adds the same again for the all-gather
+//              phases. Exact in the flow model on square single-core tori.
 //  direct      every pair at once, routed dimension by dimension: the busiest link of chip axis
 //              i carries load_i * G^2 / (s_i * C) messages (C chips in the box), load_i = the
 //              busiest link's share of an all-to-all among s_i positions: on a ring with ties

@@ -18,6 +18,14 @@
 //    ascending order, the core axis last.
 // Each line's ring follows the axis coordinate order: a closed axis (whole wrapped ring) uses its
 // wraparound link; a line (mesh or partial axis) sends its closing hop back along the line.
+//
+// All axes at once: with R >= 2 chip axes the data is cut into R parts (the "rotations"), each
+// running the phases above on its own with the chip axes of the phase order rotated cyclically
+// by r (the core axis keeps its place). On a 2D grid one half goes dim1 then dim0, the other
+// dim0 then dim1, so both axes' links are busy in every phase, as the scaling book's multi-axis
+// formula (T = V / (W * n_axes)) assumes; with one rotation only one axis's links would carry
+// data at a time and the collective would take up to R times longer. The rotations touch
+// disjoint ranges, so the builder's range tracking lets them run concurrently.
 
 #include <algorithm>
 #include <map>
@@ -65,6 +73,25 @@ std::vector<size_t> PhaseOrder(const BoxGroup& box, CollectiveKind kind) {
   return order;
 }
 
+// The phase orders of the rotations (see the file comment): rotation r moves the chip axes of
+// `base` cyclically by r among the positions chip axes hold; at least one rotation.
+std::vector<std::vector<size_t>> Rotations(const BoxGroup& box, const std::vector<size_t>& base) {
+  std::vector<size_t> chip_positions;
+  for (size_t t = 0; t < base.size(); ++t) {
+    if (box.axes[base[t]].dim >= 0) chip_positions.push_back(t);
+  }
+  const size_t count = std::max<size_t>(1, chip_positions.size());
+  std::vector<std::vector<size_t>> orders;
+  for (size_t r = 0; r < count; ++r) {
+    std::vector<size_t> order = base;
+    for (size_t i = 0; i < chip_positions.size(); ++i) {
+      order[chip_positions[i]] = base[chip_positions[(i + r) % chip_positions.size()]];
+    }
+    orders.push_back(std::move(order));
+  }
+  return orders;
+}
+
 std::string AxisLabel(const GroupAxis& axis) {
   return (axis.dim < 0 ? std::string("cores") : "dim" + std::to_string(axis.dim)) + "(" +
          std::to_string(axis.size) + (axis.closed ? ", ring)" : ", line)");
@@ -83,35 +110,46 @@ class TorusGroupBuilder {
         kind_(context.spec.kind),
         n_(context.spec.elements),
         g_(static_cast<int64_t>(group.size())),
-        order_(PhaseOrder(box, kind_)) {}
+        orders_(Rotations(box, PhaseOrder(box, kind_))) {}
 
   std::string Build() {
-    SetUpSlots();
-    int step = 0;
     const Buffer buffer =
         kind_ == CollectiveKind::kReduceScatter ? Buffer::kScratch : Buffer::kOutput;
-    if (kind_ != CollectiveKind::kAllGather) {
-      for (size_t t = 0; t < order_.size(); ++t) step = Phase(t, buffer, step, /*reduce=*/true);
-    }
-    if (kind_ != CollectiveKind::kReduceScatter) {
-      for (size_t t = order_.size(); t-- > 0;) step = Phase(t, buffer, step, /*reduce=*/false);
+    int last_step = 0;
+    const int64_t rotations = static_cast<int64_t>(orders_.size());
+    for (int64_t r = 0; r < rotations; ++r) {
+      order_ = orders_[static_cast<size_t>(r)];
+      SetUpSlots(r, rotations);
+      int step = 0;
+      if (kind_ != CollectiveKind::kAllGather) {
+        for (size_t t = 0; t < order_.size(); ++t) step = Phase(t, buffer, step, /*reduce=*/true);
+      }
+      if (kind_ != CollectiveKind::kReduceScatter) {
+        for (size_t t = order_.size(); t-- > 0;) step = Phase(t, buffer, step, /*reduce=*/false);
+      }
+      last_step = std::max(last_step, step);
     }
     if (kind_ == CollectiveKind::kReduceScatter) {
       for (int64_t i = 0; i < g_; ++i) {
         const int64_t member = group_[static_cast<size_t>(i)];
         const BlockRange b = BlockOf(n_, g_, i);
         builder_.AddPiece(member, Buffer::kScratch, member, Buffer::kOutput,
-                          {b.offset, 0, b.elements}, false, std::max(0, step - 1));
+                          {b.offset, 0, b.elements}, false, std::max(0, last_step - 1));
       }
     }
-    std::string axes;
-    for (size_t a : order_) axes += (axes.empty() ? "" : ", ") + AxisLabel(box_.axes[a]);
-    return axes.empty() ? "a single partition" : axes;
+    std::string text;
+    for (const std::vector<size_t>& order : orders_) {
+      std::string axes;
+      for (size_t a : order) axes += (axes.empty() ? "" : ", ") + AxisLabel(box_.axes[a]);
+      text += (text.empty() ? "" : " | ") + (axes.empty() ? "a single partition" : axes);
+    }
+    return text;
   }
 
  private:
-  // Slot ranges and the initial local copies.
-  void SetUpSlots() {
+  // Slot ranges of rotation r of `rotations` (its part of the data), and (for r == 0) the
+  // initial local copies.
+  void SetUpSlots(int64_t r, int64_t rotations) {
     const size_t k = order_.size();
     slots_.resize(static_cast<size_t>(g_));
     for (int64_t i = 0; i < g_; ++i) {
@@ -124,21 +162,33 @@ class TorusGroupBuilder {
             virtual_index =
                 virtual_index * box_.axes[a].size + box_.coords[static_cast<size_t>(i)][a];
           }
-          const BlockRange b = BlockOf(n_, g_, virtual_index);
-          slots_[static_cast<size_t>(i)] = {b.offset, b.elements};
-          builder_.AddRanges(member, Buffer::kInput, member, Buffer::kOutput, {{0, n_}}, false, 0);
+          const BlockRange part = BlockOf(n_, rotations, r);
+          const BlockRange b = BlockOf(part.elements, g_, virtual_index);
+          slots_[static_cast<size_t>(i)] = {part.offset + b.offset, b.elements};
+          if (r == 0) {
+            builder_.AddRanges(member, Buffer::kInput, member, Buffer::kOutput, {{0, n_}}, false,
+                               0);
+          }
           break;
         }
-        case CollectiveKind::kAllGather:
-          slots_[static_cast<size_t>(i)] = {i * n_, n_};
-          builder_.AddPiece(member, Buffer::kInput, member, Buffer::kOutput, {0, i * n_, n_}, false,
-                            0);
+        case CollectiveKind::kAllGather: {
+          const BlockRange part = BlockOf(n_, rotations, r);
+          slots_[static_cast<size_t>(i)] = {i * n_ + part.offset, part.elements};
+          if (r == 0) {
+            builder_.AddPiece(member, Buffer::kInput, member, Buffer::kOutput, {0, i * n_, n_},
+                              false, 0);
+          }
           break;
+        }
         case CollectiveKind::kReduceScatter: {
           const BlockRange b = BlockOf(n_, g_, i);
-          slots_[static_cast<size_t>(i)] = {b.offset, b.elements};
-          schedule_.scratch_elements[static_cast<size_t>(member)] = n_;
-          builder_.AddRanges(member, Buffer::kInput, member, Buffer::kScratch, {{0, n_}}, false, 0);
+          const BlockRange part = BlockOf(b.elements, rotations, r);
+          slots_[static_cast<size_t>(i)] = {b.offset + part.offset, part.elements};
+          if (r == 0) {
+            schedule_.scratch_elements[static_cast<size_t>(member)] = n_;
+            builder_.AddRanges(member, Buffer::kInput, member, Buffer::kScratch, {{0, n_}}, false,
+                               0);
+          }
           break;
         }
         default: break;
@@ -211,7 +261,8 @@ class TorusGroupBuilder {
   CollectiveKind kind_;
   int64_t n_;
   int64_t g_;
-  std::vector<size_t> order_;  // axis indices in reduce-scatter phase order
+  std::vector<std::vector<size_t>> orders_;  // per rotation: its phase order
+  std::vector<size_t> order_;  // the current rotation's axis indices in reduce-scatter phase order
   std::vector<Range> slots_;   // [group index]
 };
 
@@ -236,13 +287,18 @@ void BuildTorus(const BuildContext& context, Schedule& schedule) {
   if (context.spec.kind == CollectiveKind::kReduceScatter) {
     schedule.scratch_elements.assign(static_cast<size_t>(schedule.num_partitions), 0);
   }
-  // Upper bound on the transfers: per member and axis, (s - 1) steps x 2 directions x chunks, for
-  // each of the reduce-scatter and all-gather phases, plus two local copies.
+  // Upper bound on the transfers: per member, rotation and axis, (s - 1) steps x 2 directions x
+  // chunks, for each of the reduce-scatter and all-gather phases, plus two local copies.
   size_t estimate = 0;
   for (const BoxGroup& box : boxes) {
-    int64_t steps = 0;
-    for (const GroupAxis& axis : box.axes) steps += axis.size - 1;
-    estimate += static_cast<size_t>(box.size() * (4 * steps * context.options.chunks + 2));
+    int64_t steps = 0, rotations = 0;
+    for (const GroupAxis& axis : box.axes) {
+      steps += axis.size - 1;
+      if (axis.dim >= 0) ++rotations;
+    }
+    rotations = std::max<int64_t>(1, rotations);
+    estimate += static_cast<size_t>(box.size() *
+                                    (4 * steps * rotations * context.options.chunks + 2));
   }
   schedule.transfers.reserve(estimate);
   ScheduleBuilder builder(schedule, /*track=*/true);
@@ -260,9 +316,10 @@ void BuildTorus(const BuildContext& context, Schedule& schedule) {
           ? "reduce-scatter along each axis in turn"
           : "all-gather along each axis in turn";
   schedule.description = std::string("dimension-wise torus: ") + what +
-                         "; a bidirectional ring per line, " +
+                         "; a bidirectional ring per line, the data cut into one part per chip "
+                         "axis, each part with the axes rotated (all axes busy at once), " +
                          std::to_string(context.options.chunks) +
-                         " sub-chunk(s) per piece; reduce-scatter phase order:" + phases;
+                         " sub-chunk(s) per piece; reduce-scatter phase orders (one per part):" + phases;
 }
 
 }  // namespace podsim::sim::internal

@@ -7,12 +7,17 @@
 // BM_Build/<algorithm>: BuildSchedule for an 8 MiB-per-partition collective on tpu-v3-2048
 // (direct all-to-all: 4.2 million transfers; torus all-reduce: 518,144 transfers).
 // BM_TimingAllToAll16x16: BuildSchedule + RunTiming of the direct all-to-all on FlowNetwork.
+// BM_CollectiveCommandAllToAllPod: experiments::RunCollective, the path of `podsim collective
+// --op all-to-all --bytes 8MiB --topology tpu-v3-2048` (load the preset, build the 4.2 million
+// transfer schedule, time it on the flow model, the analytic cross-check). Peak memory: run it
+// alone under /usr/bin/time -v (--benchmark_filter=Pod).
 
 #include <benchmark/benchmark.h>
 
 #include <memory>
 #include <string>
 
+#include "experiments/collective_run.h"
 #include "sim/collectives/algorithms.h"
 #include "sim/collectives/timing.h"
 #include "sim/network_flow.h"
@@ -74,6 +79,21 @@ void BM_TimingAllToAll16x16(benchmark::State& state) {
   state.counters["simulated_us"] = micros;
 }
 BENCHMARK(BM_TimingAllToAll16x16)->Unit(benchmark::kMillisecond);
+
+void BM_CollectiveCommandAllToAllPod(benchmark::State& state) {
+  experiments::CollectiveRunConfig config;
+  config.topology = topo::ExpandTopologyConfig("tpu-v3-2048", "topology");
+  config.kind = CollectiveKind::kAllToAll;
+  config.bytes = int64_t{8} << 20;
+  int64_t transfers = 0;
+  for (auto _ : state) {
+    const experiments::CollectiveRunResult r = experiments::RunCollective(config);
+    transfers = r.timing.network_transfers;
+    benchmark::DoNotOptimize(transfers);
+  }
+  state.counters["transfers"] = static_cast<double>(transfers);
+}
+BENCHMARK(BM_CollectiveCommandAllToAllPod)->Unit(benchmark::kMillisecond)->Iterations(3);
 
 }  // namespace
 }  // namespace podsim::sim

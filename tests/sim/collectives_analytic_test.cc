@@ -53,11 +53,13 @@ TEST_CASE("alpha-beta hand values") {
   // once per phase: 14 x (1 us + 1.25 us) + 2 x 6 us = 43.5 us for ring-bidir.
   CHECK(AlphaBetaUs(Input(CollectiveKind::kAllReduce, "ring-bidir", {Axis(8, false)}, 1e6)) ==
         doctest::Approx(43.5));
-  // Torus all-reduce on 4x4, S = 16e6 B: phase 1: 3 x (1 us + 16e6 / 4 / 2e11 = 20 us) = 63 us;
-  // phase 2 on 4e6 B: 3 x (1 + 5) = 18 us; reduce-scatter 81 us, all-reduce 162 us.
+  // Torus all-reduce on 4x4, S = 16e6 B, cut into 2 rotations of D = 8e6 B running at once on
+  // different axes. Per rotation: phase 1: 3 x (1 us + 8e6 / 4 / 2e11 = 10 us) = 33 us; phase 2
+  // on 2e6 B: 3 x (1 + 2.5) = 10.5 us; reduce-scatter 43.5 us, all-reduce 87 us (one rotation
+  // over all 16e6 B, one axis at a time, would take 162 us).
   const AnalyticEstimate torus = EstimateAlphaBeta(
       Input(CollectiveKind::kAllReduce, "torus", {Axis(4, true), Axis(4, true)}, 16e6));
-  CHECK(torus.seconds * 1e6 == doctest::Approx(162));
+  CHECK(torus.seconds * 1e6 == doctest::Approx(87));
   CHECK(torus.latency_s * 1e6 == doctest::Approx(12));
   // Direct all-to-all on an 8-ring, S = 8e6 B: the busiest link carries 1 + 2 + 3 + 8/4 = 8
   // messages of 1e6 B = 80 us, plus 4 hops of latency: 84 us.
@@ -130,16 +132,21 @@ TEST_CASE("alpha-beta agrees with the flow model on rings and torus phases") {
   // counts full contention on the shared closing path) and rings through the cores of a chip
   // (the closed form runs every step at the slowest link's pace), and torus phases after the
   // core phase (half of a piece may be complete, and start, before the previous phase ends).
+  // Near (within 10% either way): the torus algorithm on a mesh. Its two rotations run the same
+  // phases on the other axis; on lines their closing paths make the rings' steps drift, so one
+  // rotation's second phase can overlap the other's first phase on the same links, contention the
+  // closed form does not count. The overlap is at most the closing-hop slack of one phase: 2 hop
+  // latencies of a 4-line phase of ~3 steps x (1 us + 3 us), under 10% of the total.
   struct Case {
     std::unique_ptr<topo::Topology> topology;
-    std::vector<std::string> exact, upper;
+    std::vector<std::string> exact, upper, near;
   };
   std::vector<Case> cases;
-  cases.push_back({Grid({8}, {true}), {"ring", "ring-bidir", "torus"}, {}});
-  cases.push_back({Grid({4, 4}, {true, true}), {"ring", "ring-bidir", "torus"}, {}});
-  cases.push_back({Grid({4, 4}, {true, true}, 2), {}, {"ring", "ring-bidir", "torus"}});
-  cases.push_back({Grid({4, 4}, {false, false}), {"ring", "ring-bidir"}, {"torus"}});
-  cases.push_back({Grid({8}, {false}), {"ring"}, {"ring-bidir", "torus"}});
+  cases.push_back({Grid({8}, {true}), {"ring", "ring-bidir", "torus"}, {}, {}});
+  cases.push_back({Grid({4, 4}, {true, true}), {"ring", "ring-bidir", "torus"}, {}, {}});
+  cases.push_back({Grid({4, 4}, {true, true}, 2), {}, {"ring", "ring-bidir", "torus"}, {}});
+  cases.push_back({Grid({4, 4}, {false, false}), {"ring", "ring-bidir"}, {}, {"torus"}});
+  cases.push_back({Grid({8}, {false}), {"ring"}, {"ring-bidir", "torus"}, {}});
   for (const Case& c : cases) {
     for (CollectiveKind kind :
          {CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter}) {
@@ -159,6 +166,12 @@ TEST_CASE("alpha-beta agrees with the flow model on rings and torus phases") {
         const double flow = FlowMicros(*c.topology, spec, algorithm);
         CHECK(flow <= expected * 1.001);
         CHECK(flow >= expected * 0.88);
+      }
+      for (const std::string& algorithm : c.near) {
+        INFO(c.topology->name() << " " << CollectiveKindName(kind) << " " << algorithm);
+        const double expected =
+            EstimateAlphaBeta(AnalyticInputFor(spec, *c.topology, algorithm)).seconds * 1e6;
+        CHECK(FlowMicros(*c.topology, spec, algorithm) == doctest::Approx(expected).epsilon(0.1));
       }
     }
   }

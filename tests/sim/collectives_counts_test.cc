@@ -85,10 +85,12 @@ TEST_CASE("torus all-reduce on 4x4: 2 x (3 + 3) steps, the same bytes as a ring"
   auto torus = Grid({4, 4}, {true, true});
   // n = 1600 floats, V = 6400 B. Reduce-scatter along the first axis sends 3/4 V, along the
   // second 3/4 of the remaining V/4; all-gather the same again: 2 * (3/4 + 3/16) * 6400 = 12000
-  // B = 2 * 15/16 * V. Per phase a member sends 3 steps x 2 directions = 6 transfers; 4 phases.
+  // B = 2 * 15/16 * V. The data is cut into 2 rotations (dim1 then dim0, and dim0 then dim1) that
+  // run at once on the same step labels, each moving half of those bytes: per rotation and phase
+  // a member sends 3 steps x 2 directions = 6 transfers; 4 phases x 2 rotations = 48.
   const Schedule s = Build(*torus, CollectiveKind::kAllReduce, 1600, "torus");
   CHECK(s.num_steps == 12);
-  CHECK(NetworkTransfers(s) == 16 * 24);
+  CHECK(NetworkTransfers(s) == 16 * 48);
   CheckAllSend(s, 12000);
   CHECK(LongestNetworkChain(s) == 12);
   // Every transfer goes between neighbours (one hop).

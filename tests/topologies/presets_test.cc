@@ -26,13 +26,13 @@ struct Expected {
 // that times the number of lines along it (chips / n).
 const Expected kPresets[] = {
     {"tpu-v3-8", 4, 8, 8, 1e11},                    // 2x2 mesh: 2 dims x 2 lines x 2
-    {"tpu-v3-16", 8, 16, 20, 1e11},                 // 2x4 mesh: 4 x 2 + 2 x 6
-    {"tpu-v3-32", 16, 32, 48, 1e11},                // 4x4 mesh: 2 x 4 x 6
-    {"tpu-v3-64", 32, 64, 104, 1e11},               // 4x8 mesh: 8 x 6 + 4 x 14
-    {"tpu-v3-128", 64, 128, 224, 1e11},             // 8x8 mesh: 2 x 8 x 14
-    {"tpu-v3-256", 128, 256, 464, 1e11},            // 8x16 mesh: 16 x 14 + 8 x 30
-    {"tpu-v3-512", 256, 512, 960, 1e11},            // 16x16 mesh: 2 x 16 x 30
-    {"tpu-v3-1024", 512, 1024, 1984, 1e11},         // 16x32, ring on the 32 axis: 32 x 30 + 16 x 64
+    {"tpu-v3-16", 8, 16, 24, 1e11},                 // 2x4, ring on the 4 axis: 4 x 2 + 2 x 8
+    {"tpu-v3-32", 16, 32, 64, 1e11},                // 4x4 torus: 16 x 4
+    {"tpu-v3-64", 32, 64, 128, 1e11},               // 4x8 torus: 32 x 4
+    {"tpu-v3-128", 64, 128, 256, 1e11},             // 8x8 torus: 64 x 4
+    {"tpu-v3-256", 128, 256, 512, 1e11},            // 8x16 torus: 128 x 4
+    {"tpu-v3-512", 256, 512, 1024, 1e11},           // 16x16 torus: 256 x 4
+    {"tpu-v3-1024", 512, 1024, 2048, 1e11},         // 16x32 torus: 512 x 4
     {"tpu-v3-2048", 1024, 2048, 4096, 1e11},        // 32x32 torus: 1024 x 4
     {"tpu-v4-128", 64, 64, 384, 4.5e10},            // 4x4x4 torus: 64 x 6
     {"tpu-v4-256-twisted", 128, 128, 768, 4.5e10},  // 4x4x8 twisted: 128 x 6
@@ -86,10 +86,12 @@ TEST_CASE("TPU presets state their unpublished facts as assumptions") {
       CHECK(j["link_bandwidth"] == 1e11);
     }
   }
-  // v3: only axes spanning the full 32-chip pod wrap.
-  CHECK(LoadTopology("tpu-v3-1024")->grid()->wraparound == std::vector<bool>{false, true});
+  // v3: every slice is a torus, like the full pod (the assumption docs/calibration.md argues
+  // from GShard Figure 9); an axis of 2 chips does not wrap.
+  CHECK(LoadTopology("tpu-v3-1024")->grid()->wraparound == std::vector<bool>{true, true});
   CHECK(LoadTopology("tpu-v3-2048")->grid()->wraparound == std::vector<bool>{true, true});
-  CHECK(LoadTopology("tpu-v3-128")->grid()->wraparound == std::vector<bool>{false, false});
+  CHECK(LoadTopology("tpu-v3-128")->grid()->wraparound == std::vector<bool>{true, true});
+  CHECK(LoadTopology("tpu-v3-16")->grid()->wraparound == std::vector<bool>{false, true});
 }
 
 TEST_CASE("the twisted v4 preset is routed by BFS with diameter 6 (plain 4x4x8: 8)") {

@@ -159,6 +159,34 @@ TEST_CASE("3D torus and 8x8 torus: routes are valid chains of the expected lengt
   }
 }
 
+TEST_CASE("RouteSplitInto equals RouteSplit, reusing one buffer across calls") {
+  // Every ordered core pair of a 4x4 torus with 2 cores per chip, for each tie rule: 1, 2 or 4
+  // paths per pair (no tie, a tie on one or both dimensions), so the buffer grows and is then
+  // reused with fewer paths; entries past the returned count must not matter.
+  for (const char* tie : {"positive", "split", "alternate"}) {
+    nlohmann::json j = TorusJson({4, 4});
+    j["cores_per_chip"] = 2;
+    j["tie_break"] = tie;
+    const TorusTopology t = MakeTorus(j);
+    std::vector<Topology::WeightedPath> buffer;
+    for (int64_t src = 0; src < t.num_cores(); ++src) {
+      for (int64_t dst = 0; dst < t.num_cores(); ++dst) {
+        CAPTURE(tie);
+        CAPTURE(src);
+        CAPTURE(dst);
+        const std::vector<Topology::WeightedPath> expected = t.RouteSplit(src, dst);
+        const size_t n = t.RouteSplitInto(src, dst, buffer);
+        REQUIRE(n == expected.size());
+        REQUIRE(buffer.size() >= n);
+        for (size_t i = 0; i < n; ++i) {
+          CHECK(buffer[i].links == expected[i].links);
+          CHECK(buffer[i].fraction == expected[i].fraction);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("tie (exactly half a ring): positive, split, alternate") {
   nlohmann::json j = TorusJson({4, 4});
   SUBCASE("positive: always the + direction") {
