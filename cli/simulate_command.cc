@@ -21,6 +21,7 @@
 #include "partitioner/annotations.h"
 #include "partitioner/equivalence.h"
 #include "partitioner/propagation.h"
+#include "partitioner/sharding_util.h"
 #include "partitioner/spmd_partitioner.h"
 #include "sim/program_runner.h"
 #include "sim/results.h"
@@ -29,24 +30,6 @@
 
 namespace podsim::cli {
 namespace {
-
-// "128" or "8x16" -> 128.
-int64_t ParseMeshSize(const std::string& text) {
-  int64_t product = 1;
-  size_t start = 0;
-  while (true) {
-    const size_t end = text.find_first_of("x,", start);
-    const std::string part = text.substr(start, end == std::string::npos ? end : end - start);
-    if (part.empty() || part.size() > 9 || part.find_first_not_of("0123456789") != std::string::npos ||
-        std::stoll(part) < 1) {
-      throw topo::ConfigError("--mesh: expected a partition count like 128 or 8x16, got \"" + text + "\"");
-    }
-    product *= std::stoll(part);
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return product;
-}
 
 void PrintUsage(std::ostream& os, const po::options_description& visible) {
   os << "usage: podsim simulate FILE.hlo --topology NAME_OR_FILE [options]\n"
@@ -112,7 +95,7 @@ int SimulateCommand(const Args& args) {
     defaults.device = sim::DeviceSpecFromConfig(vm["device"].as<std::string>(), "device");
   }
   if (vm.count("network")) defaults.network = vm["network"].as<std::string>();
-  if (vm.count("mesh")) defaults.num_partitions = ParseMeshSize(vm["mesh"].as<std::string>());
+  if (vm.count("mesh")) defaults.num_partitions = partitioner::DeviceMesh::Parse(vm["mesh"].as<std::string>()).num_devices();
   if (vm.count("no-fusion")) defaults.fusion = false;
   if (vm.count("sync")) defaults.async_collectives = false;
   if (vm.count("trace")) defaults.trace.enabled = true;

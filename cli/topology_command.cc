@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "partitioner/sharding_util.h"
 #include "topologies/describe.h"
 #include "topologies/json_reader.h"
 #include "topologies/load.h"
@@ -19,24 +20,6 @@
 
 namespace podsim::cli {
 namespace {
-
-// "16x128" or "16,128" -> {16, 128}.
-std::vector<int64_t> ParseMesh(const std::string& text) {
-  std::vector<int64_t> shape;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t end = text.find_first_of("x,", start);
-    const std::string part = text.substr(start, end == std::string::npos ? end : end - start);
-    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos ||
-        part.size() > 9) {
-      throw topo::ConfigError("--mesh: expected sizes like 16x128, got \"" + text + "\"");
-    }
-    shape.push_back(std::stoll(part));
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return shape;
-}
 
 void PrintUsage(std::ostream& os, const po::options_description& visible) {
   os << "usage: podsim topology NAME_OR_FILE [options]\n"
@@ -119,7 +102,7 @@ int TopologyCommand(const Args& args) {
     }
   }
   std::vector<int64_t> mesh;
-  if (vm.count("mesh")) mesh = ParseMesh(vm["mesh"].as<std::string>());
+  if (vm.count("mesh")) mesh = partitioner::DeviceMesh::Parse(vm["mesh"].as<std::string>()).axis_sizes;
 
   // Everything is computed before anything is printed, so an error prints only the error.
   if (vm.count("json")) {

@@ -11,17 +11,26 @@
 //  - Output fusion: a dot or convolution fuses into its elementwise consumer (bias add,
 //    activation, convert); its operands then take only convert, reshape, broadcast, iota and
 //    constant producers. One dot per fusion.
-//  - A producer fuses only when every user is in the same fusion (single-output fusions), except
-//    constant, iota and broadcast, which are duplicated into every consumer that wants them (and
-//    still run on their own if some user did not fuse them).
-//  - An outer-product dot (IsOuterProduct) counts as an elementwise op.
+//  - Duplication (XLA's InstructionFusion): a producer whose users are all in the fusion is
+//    computed there only. Otherwise constant, iota, broadcast and every cheap producer (loop-
+//    fusible and not expensive: not divide, exp, log, sqrt, rsqrt, tanh, power, as XLA's
+//    IsExpensive) whose copy reads no more bytes than the value itself is duplicated into each
+//    consumer fusion that wants it (and still runs on its own if some user did not fuse it);
+//    an expensive producer, a dot or a reduce with users elsewhere is not fused.
+//  - Multi-output fusion (XLA's MultiOutputFusion; the GPU pass's producer-consumer and sibling
+//    cases): after the above, a kernel absorbs an earlier loop / input kernel with the same
+//    iteration shape (a reduce's operand shape, else the root's) that it reads a non-reduce
+//    value of, or that reads an input it reads too, when no kernel in between reads the
+//    earlier kernel's values. Dots never join one.
+//  - An outer-product dot (IsOuterProduct) counts as a cheap elementwise op.
 //  - A lone IsBitcast reshape / transpose moves no bytes and launches nothing.
 //  - Never fused: parameters, tuples, get-tuple-element, partition-id, collectives, loops, and
 //    data movement other than broadcast / reshape (transpose, slices, pad, concatenate, gather,
 //    dynamic-update-slice), sort, top-k, cumsum, reduce-window, random-uniform.
 // A fused group's intermediate values never reach HBM: it reads each distinct external input
-// once and writes its root once. A group of one instruction keeps the cost analysis' bytes
-// (slices read only what they output, dynamic-update-slice works in place).
+// once and writes each output (the root, and each other value it owns that a kernel outside
+// reads) once. A group of one instruction keeps the cost analysis' bytes (slices read only what
+// they output, dynamic-update-slice works in place).
 
 #include <cstdint>
 #include <unordered_map>
@@ -35,19 +44,22 @@ namespace podsim::sim {
 enum class FusionKind : uint8_t {
   kNone,    // one instruction, not fused
   kLoop,    // elementwise root
-  kInput,   // reduce / argmax root
+  kInput,   // a reduce / argmax root (or member, in a multi-output fusion)
   kOutput,  // contains a dot or convolution
 };
 const char* FusionKindName(FusionKind kind);  // "none", "loop", "input", "output"
 
 struct FusionGroup {
   FusionKind kind = FusionKind::kNone;
-  const ir::Instruction* root = nullptr;  // the value the group produces
-  // Instructions computed by the group, in program order, root last (duplicated constant /
-  // iota / broadcast included).
+  const ir::Instruction* root = nullptr;  // the group's last value (the step's instruction)
+  // Instructions computed by the group, in program order, root last (duplicated copies
+  // included).
   std::vector<const ir::Instruction*> members;
   // Distinct operands of members that are not members, in first-use order.
   std::vector<const ir::Instruction*> inputs;
+  // Values the group writes to HBM, in program order, root last: the root, and owned
+  // members read outside (several: a multi-output fusion).
+  std::vector<const ir::Instruction*> outputs;
   double hbm_bytes = 0;  // bytes read from and written to HBM by one execution
   // A group of one IsBitcast instruction: no kernel, no bytes (XLA emits a bitcast).
   bool bitcast = false;
@@ -69,8 +81,9 @@ bool IsOuterProduct(const ir::Instruction& instr);
 struct FusionPlan {
   // Groups in execution order (by the root's position in the computation).
   std::vector<FusionGroup> groups;
-  // The group whose root an instruction is, or that computes it as a non-duplicated member.
-  // Duplicated ops that run nowhere on their own are absent.
+  // The group whose root an instruction is, or that computes it as a non-duplicated member
+  // (an output of a multi-output group included). Duplicated ops that run nowhere on their own
+  // are absent.
   std::unordered_map<const ir::Instruction*, int32_t> group_of;
   int64_t fused_instructions = 0;  // members of groups of >= 2 instructions
   double bytes_saved = 0;          // unfused bytes minus fused bytes, summed over groups

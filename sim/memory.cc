@@ -116,7 +116,16 @@ class Analyzer {
           allocate(root, 4, Category::kTemporary, s);
           break;
         default:
-          allocate(root, root->shape.ByteSize(), Category::kTemporary, s);
+          if (group.bitcast) {  // no kernel: the result is its operand's buffer
+            auto it = alias.find(root->operand(0));
+            alias[root] = it == alias.end() ? std::vector<int32_t>{} : it->second;
+            break;
+          }
+          // A multi-output fusion writes each of its outputs (sim/fusion.h), root last.
+          for (const Instruction* o : group.outputs) {
+            allocate(o, o->shape.ByteSize(), Category::kTemporary, s);
+          }
+          if (group.outputs.empty()) allocate(root, root->shape.ByteSize(), Category::kTemporary, s);
           break;
       }
     }

@@ -9,15 +9,6 @@
 namespace podsim::sim {
 namespace {
 
-const char* BufferName(Buffer b) {
-  switch (b) {
-    case Buffer::kInput: return "input";
-    case Buffer::kOutput: return "output";
-    case Buffer::kScratch: return "scratch";
-  }
-  return "?";
-}
-
 std::string Format(const char* format, double v) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), format, v);

@@ -9,15 +9,6 @@
 namespace podsim::sim {
 namespace {
 
-const char* BufferName(Buffer b) {
-  switch (b) {
-    case Buffer::kInput: return "input";
-    case Buffer::kOutput: return "output";
-    case Buffer::kScratch: return "scratch";
-  }
-  return "?";
-}
-
 // Transfer indices in a random topological order of the deps.
 std::vector<int64_t> RandomOrder(const Schedule& schedule, uint64_t seed) {
   const size_t n = schedule.transfers.size();

@@ -36,6 +36,15 @@ enum class CollectiveKind : uint8_t {
 // Which per-partition buffer a chunk lives in.
 enum class Buffer : uint8_t { kInput, kOutput, kScratch };
 
+inline const char* BufferName(Buffer b) {
+  switch (b) {
+    case Buffer::kInput: return "input";
+    case Buffer::kOutput: return "output";
+    case Buffer::kScratch: return "scratch";
+  }
+  return "?";
+}
+
 // One contiguous piece of a multi-piece transfer, in elements.
 struct Segment {
   int64_t src_offset = 0;

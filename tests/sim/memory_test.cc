@@ -73,6 +73,31 @@ TEST_CASE("fusion keeps intermediates out of memory") {
   CHECK(r.at_peak.outputs == 1024);
 }
 
+// p0: f32[256] (1 KiB). Fused (sim/fusion.h): exp is expensive, so it is not duplicated into
+// the divide; exp and the sum over it form one multi-output kernel writing e (1 KiB) and s
+// (4 B); the divide kernel (the broadcast of s duplicated into it) reads both and writes d.
+// While the divide runs: p0 + e + s + d = 1024 + 1024 + 4 + 1024 = 3076 B.
+TEST_CASE("a multi-output fusion's outputs are all live") {
+  ir::Module m("softmax");
+  Builder b(m.AddComputation("main", true));
+  const Shape s(DType::kF32, {256});
+  auto* e = b.Exp(b.Parameter(0, s, "p0"));
+  auto* sum = b.Reduce(e, {0}, ir::ReduceKind::kAdd);
+  b.Div(e, b.Broadcast(sum, {256}, {}));
+  const MemoryResult r = Analyze(m, 1, 1e9, true, /*fusion=*/true);
+  CHECK(r.peak_bytes == 3076);
+}
+
+// p0: f32[1,256] (1 KiB). The transpose to [256,1] moves only a unit dim (a bitcast: no kernel,
+// no buffer of its own); the negate writes 1 KiB. Peak: p0 + negate = 2048 B.
+TEST_CASE("a bitcast shares its operand's buffer") {
+  ir::Module m("bitcast");
+  Builder b(m.AddComputation("main", true));
+  auto* t = b.Transpose(b.Parameter(0, Shape(DType::kF32, {1, 256}), "p0"), {1, 0});
+  b.Neg(t);
+  CHECK(Analyze(m, 1, 1e9, true).peak_bytes == 2048);
+}
+
 TEST_CASE("an out-of-memory device is a result naming the instruction and the bytes") {
   ir::Module m("chain");
   BuildChain(m);

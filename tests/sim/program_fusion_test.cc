@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <vector>
 
 #include "ir/builder.h"
 #include "ir/cost.h"
@@ -112,13 +113,19 @@ TEST_CASE("an iota read twice inside one kernel is computed there and nowhere el
   auto* sel = b.Select(b.Compare(i, a, ir::Comparison::kEq), i, a);
   auto* root = b.Add(sel, i);
   const FusionPlan plan = Plan(m, true);
-  CHECK(plan.group_of.count(i) == 0);
+  // Every user of the iota is in the kernel, so the kernel owns it.
+  CHECK(plan.group_of.at(i) == plan.group_of.at(root));
   CHECK(plan.groups.size() == 2);  // the parameter, and the fusion
   CHECK(GroupOf(plan, root).hbm_bytes == 2 * 64 * 4);  // reads a, writes the result
 }
 
-TEST_CASE("a producer with users in two kernels is not fused (no multi-output fusion)") {
-  // a = exp(x) feeds both p = a + 1 and the reduce r of a: a stays its own kernel.
+TEST_CASE("a producer read by a reduce and by a loop kernel: one multi-output kernel") {
+  // a = exp(x) feeds the reduce r of a and p = a + 1, all over f32[64,64] (16 KiB).
+  // Single-output fusion leaves three kernels (a, r, p); multi-output fusion merges a into r
+  // (producer-consumer: r reads a), then that kernel into p (p reads a, not a reduce value; the
+  // iteration shape [64,64] is r's operand's and p's). One input kernel: exp, reduce, constant,
+  // broadcast, add; reads x (16384 B) once, writes r (64 * 4 = 256 B) and p (16384 B); a never
+  // reaches HBM (both its readers are inside).
   ir::Module m("shared");
   Builder b(m.AddComputation("main", true));
   auto* x = b.Parameter(0, Shape(DType::kF32, {64, 64}), "x");
@@ -127,9 +134,194 @@ TEST_CASE("a producer with users in two kernels is not fused (no multi-output fu
   auto* p = b.Add(a, b.BroadcastScalar(b.ConstantScalar(DType::kF32, 1), {64, 64}));
   b.computation()->set_root(b.Tuple({p, r}));
   const FusionPlan plan = Plan(m, true);
-  CHECK(plan.group_of.at(a) != plan.group_of.at(p));
-  CHECK(plan.group_of.at(a) != plan.group_of.at(r));
-  CHECK(GroupOf(plan, a).members.size() == 1);
+  CHECK(plan.group_of.at(a) == plan.group_of.at(p));
+  CHECK(plan.group_of.at(r) == plan.group_of.at(p));
+  const FusionGroup& g = GroupOf(plan, p);
+  CHECK(g.kind == FusionKind::kInput);
+  CHECK(g.root == p);
+  CHECK(g.members.size() == 5);
+  CHECK(g.outputs == std::vector<const ir::Instruction*>{r, p});
+  CHECK(g.hbm_bytes == 16384 + 256 + 16384);
+}
+
+// x f32[64,256] (65536 B). softmax over dim 1, as the models build it:
+//   mx = reduce-max(x) [64] (256 B); e = exp(x - broadcast(mx)); sm = reduce-add(e) [64];
+//   y = e / broadcast(sm).
+struct Softmax {
+  const ir::Instruction *x, *mx, *sub, *e, *sm, *y;
+};
+Softmax BuildSoftmax(ir::Module& m) {
+  Builder b(m.AddComputation("main", true));
+  Softmax s;
+  s.x = b.Parameter(0, Shape(DType::kF32, {64, 256}), "x");
+  auto* x = const_cast<ir::Instruction*>(s.x);
+  auto* mx = b.Reduce(x, {1}, ir::ReduceKind::kMax);
+  auto* sub = b.Sub(x, b.Broadcast(mx, {64, 256}, {0}));
+  auto* e = b.Exp(sub);
+  auto* sm = b.Reduce(e, {1}, ir::ReduceKind::kAdd);
+  s.y = b.Div(e, b.Broadcast(sm, {64, 256}, {0}));
+  s.mx = mx;
+  s.sub = sub;
+  s.e = e;
+  s.sm = sm;
+  return s;
+}
+
+TEST_CASE("softmax: one pass for the max, one for exp and sum, one for the normalize") {
+  // Kernels, in order:
+  //  1. reduce-max: reads x, writes mx: 65536 + 256 = 65792 B. Its result cannot feed a member
+  //     of the kernel that computes it, so it stays alone.
+  //  2. exp and sum, multi-output (the exp kernel x - broadcast(mx) -> exp merged into the
+  //     reduce that reads it): reads x and mx (65536 + 256), writes e (the divide reads it:
+  //     exp is expensive, so it is not recomputed there) and sm (65536 + 256): 131584 B.
+  //  3. divide with a copy of broadcast(sm): reads e and sm, writes y: 65536 + 256 + 65536
+  //     = 131328 B.
+  // Total 328704 B: x is read twice, e written once and read once, y written once.
+  ir::Module m("softmax");
+  const Softmax s = BuildSoftmax(m);
+  const FusionPlan plan = Plan(m, true);
+  CHECK(plan.groups.size() == 4);  // the parameter and three kernels
+  const FusionGroup& max = GroupOf(plan, s.mx);
+  CHECK(max.members.size() == 1);
+  CHECK(max.hbm_bytes == 65792);
+  const FusionGroup& exp_sum = GroupOf(plan, s.sm);
+  CHECK(plan.group_of.at(s.e) == plan.group_of.at(s.sm));
+  CHECK(plan.group_of.at(s.sub) == plan.group_of.at(s.sm));
+  CHECK(plan.group_of.at(s.mx) != plan.group_of.at(s.sm));
+  CHECK(exp_sum.kind == FusionKind::kInput);
+  CHECK(exp_sum.outputs == std::vector<const ir::Instruction*>{s.e, s.sm});
+  CHECK(exp_sum.hbm_bytes == 131584);
+  const FusionGroup& norm = GroupOf(plan, s.y);
+  CHECK(norm.kind == FusionKind::kLoop);
+  CHECK(std::count(norm.members.begin(), norm.members.end(), s.e) == 0);
+  CHECK(norm.hbm_bytes == 131328);
+  double total = 0;
+  for (const FusionGroup& g : plan.groups) total += g.hbm_bytes;
+  CHECK(total == 328704);
+}
+
+TEST_CASE("softmax with fusion off: every instruction is its own kernel") {
+  // 7 kernels plus the parameter, each with its cost-analysis bytes (operands + result):
+  //  reduce-max 65536 + 256; broadcast 256 + 65536; subtract 2 * 65536 + 65536; exp 65536 +
+  //  65536; reduce-add 65536 + 256; broadcast 256 + 65536; divide 2 * 65536 + 65536.
+  //  Sum: 3 * 65792 (reduce, broadcast, reduce) + 65792 (the other broadcast) + 2 * 196608
+  //  + 131072 = 263168 + 393216 + 131072 = 787456 B.
+  ir::Module m("softmax");
+  const Softmax s = BuildSoftmax(m);
+  const FusionPlan plan = Plan(m, false);
+  CHECK(plan.groups.size() == 8);
+  CHECK(plan.fused_instructions == 0);
+  double total = 0;
+  for (const FusionGroup& g : plan.groups) {
+    CHECK(g.members.size() == 1);
+    CHECK(g.kind == FusionKind::kNone);
+    total += g.hbm_bytes;
+  }
+  CHECK(total == 787456);
+  CHECK(GroupOf(plan, s.e).hbm_bytes == 131072);
+}
+
+TEST_CASE("a cheap producer with users in two kernels is duplicated into both") {
+  // n = neg(x) (x f32[256], 1 KiB) feeds u = n + y [256] and t = broadcast(n) [4,256] * w.
+  // neg is not expensive and a copy reads x (1 KiB), no more than n itself: each kernel
+  // computes it, and it never runs alone. The two kernels loop over different shapes ([256],
+  // [4,256]), so they do not merge.
+  //  u's kernel: reads x, y, writes u: 3 * 1024 = 3072 B.
+  //  t's kernel (n, broadcast, multiply): reads x (1024) and w (4096), writes t (4096): 9216 B.
+  ir::Module m("dup");
+  Builder b(m.AddComputation("main", true));
+  auto* x = b.Parameter(0, Shape(DType::kF32, {256}), "x");
+  auto* y = b.Parameter(1, Shape(DType::kF32, {256}), "y");
+  auto* w = b.Parameter(2, Shape(DType::kF32, {4, 256}), "w");
+  auto* n = b.Neg(x);
+  auto* u = b.Add(n, y);
+  auto* t = b.Mul(b.Broadcast(n, {4, 256}, {1}), w);
+  b.computation()->set_root(b.Tuple({u, t}));
+  const FusionPlan plan = Plan(m, true);
+  CHECK(plan.group_of.count(n) == 0);
+  const FusionGroup& gu = GroupOf(plan, u);
+  const FusionGroup& gt = GroupOf(plan, t);
+  CHECK(plan.group_of.at(u) != plan.group_of.at(t));
+  CHECK(std::count(gu.members.begin(), gu.members.end(), n) == 1);
+  CHECK(std::count(gt.members.begin(), gt.members.end(), n) == 1);
+  CHECK(gu.hbm_bytes == 3072);
+  CHECK(gt.hbm_bytes == 9216);
+}
+
+TEST_CASE("an expensive producer is not duplicated: computed once, written once") {
+  // As above with n = exp(x): exp is expensive, so t's kernel does not recompute it. u's kernel
+  // takes n as a multi-output producer (u reads it, t's kernel runs after u's), computing exp
+  // once and writing it for t.
+  //  u's kernel: reads x, y; writes n and u: 4 * 1024 = 4096 B.
+  //  t's kernel (broadcast, multiply): reads n (1024) and w (4096), writes t (4096): 9216 B.
+  ir::Module m("expensive");
+  Builder b(m.AddComputation("main", true));
+  auto* x = b.Parameter(0, Shape(DType::kF32, {256}), "x");
+  auto* y = b.Parameter(1, Shape(DType::kF32, {256}), "y");
+  auto* w = b.Parameter(2, Shape(DType::kF32, {4, 256}), "w");
+  auto* n = b.Exp(x);
+  auto* u = b.Add(n, y);
+  auto* t = b.Mul(b.Broadcast(n, {4, 256}, {1}), w);
+  b.computation()->set_root(b.Tuple({u, t}));
+  const FusionPlan plan = Plan(m, true);
+  CHECK(plan.group_of.at(n) == plan.group_of.at(u));
+  const FusionGroup& gt = GroupOf(plan, t);
+  CHECK(std::count(gt.members.begin(), gt.members.end(), n) == 0);
+  CHECK(std::count(gt.inputs.begin(), gt.inputs.end(), n) == 1);
+  CHECK(GroupOf(plan, u).outputs == std::vector<const ir::Instruction*>{n, u});
+  CHECK(GroupOf(plan, u).hbm_bytes == 4096);
+  CHECK(gt.hbm_bytes == 9216);
+}
+
+TEST_CASE("a cheap producer that reads more than it writes is not duplicated") {
+  // r = x + y (f32[256] each, 1 KiB) feeds neg(r) and broadcast(r) [4,256] * w: a copy would
+  // read 2 KiB instead of r's 1 KiB, so r runs as its own kernel (reads 2048, writes 1024 B).
+  ir::Module m("residual");
+  Builder b(m.AddComputation("main", true));
+  auto* x = b.Parameter(0, Shape(DType::kF32, {256}), "x");
+  auto* y = b.Parameter(1, Shape(DType::kF32, {256}), "y");
+  auto* w = b.Parameter(2, Shape(DType::kF32, {4, 256}), "w");
+  auto* r = b.Add(x, y);
+  auto* n = b.Neg(r);
+  auto* t = b.Mul(b.Broadcast(r, {4, 256}, {1}), w);
+  b.computation()->set_root(b.Tuple({n, t}));
+  const FusionPlan plan = Plan(m, true);
+  CHECK(std::count(GroupOf(plan, t).members.begin(), GroupOf(plan, t).members.end(), r) == 0);
+  // r may still merge with n's kernel (multi-output: n reads it); either way it is computed
+  // once and written once for t.
+  CHECK(std::count(GroupOf(plan, t).inputs.begin(), GroupOf(plan, t).inputs.end(), r) == 1);
+}
+
+TEST_CASE("siblings reading the same input share one read; a kernel in between blocks it") {
+  // x f32[256] (1 KiB): siblings a = neg(x) and c = abs(x), both returned: one kernel reading
+  // x once and writing a and c: 3 * 1024 = 3072 B (unfused: two kernels of 2048 B).
+  ir::Module m("siblings");
+  Builder b(m.AddComputation("main", true));
+  auto* x = b.Parameter(0, Shape(DType::kF32, {256}), "x");
+  auto* a = b.Neg(x);
+  auto* c = b.Abs(x);
+  b.computation()->set_root(b.Tuple({a, c}));
+  const FusionPlan plan = Plan(m, true);
+  CHECK(plan.group_of.at(a) == plan.group_of.at(c));
+  CHECK(GroupOf(plan, c).outputs == std::vector<const ir::Instruction*>{a, c});
+  CHECK(GroupOf(plan, c).hbm_bytes == 3072);
+  // Fusion off: two kernels of 2048 B.
+  const FusionPlan off = Plan(m, false);
+  CHECK(off.group_of.at(a) != off.group_of.at(c));
+  CHECK(GroupOf(off, a).hbm_bytes == 2048);
+
+  // With a cumsum of a (never fused) between a and c, the merged kernel would run where c
+  // runs, after the cumsum that needs a: no merge.
+  ir::Module m2("blocked");
+  Builder b2(m2.AddComputation("main", true));
+  auto* x2 = b2.Parameter(0, Shape(DType::kF32, {256}), "x");
+  auto* a2 = b2.Neg(x2);
+  auto* cs = b2.Cumsum(a2, 0);
+  auto* c2 = b2.Abs(x2);
+  b2.computation()->set_root(b2.Tuple({cs, c2}));
+  const FusionPlan blocked = Plan(m2, true);
+  CHECK(blocked.group_of.at(a2) != blocked.group_of.at(c2));
+  CHECK(GroupOf(blocked, c2).hbm_bytes == 2048);
 }
 
 TEST_CASE("data movement other than broadcast / reshape is not fused") {
