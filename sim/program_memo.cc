@@ -40,15 +40,15 @@ std::shared_ptr<const ScheduleData> MakeScheduleData(const CollectiveSpec& spec,
   data->first_successor.assign(n + 1, 0);
   data->deps.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    data->deps[i] = static_cast<int32_t>(transfers[i].deps.size());
-    if (transfers[i].deps.empty()) data->roots.push_back(static_cast<int64_t>(i));
-    for (int64_t d : transfers[i].deps) ++data->first_successor[static_cast<size_t>(d) + 1];
+    data->deps[i] = transfers[i].num_deps;
+    if (transfers[i].num_deps == 0) data->roots.push_back(static_cast<int64_t>(i));
+    for (int64_t d : Deps(data->schedule, i)) ++data->first_successor[static_cast<size_t>(d) + 1];
   }
   for (size_t i = 0; i < n; ++i) data->first_successor[i + 1] += data->first_successor[i];
   data->successors.resize(static_cast<size_t>(data->first_successor[n]));
   std::vector<int64_t> fill(data->first_successor.begin(), data->first_successor.end() - 1);
   for (size_t i = 0; i < n; ++i) {
-    for (int64_t d : transfers[i].deps) {
+    for (int64_t d : Deps(data->schedule, i)) {
       data->successors[static_cast<size_t>(fill[static_cast<size_t>(d)]++)] = static_cast<int64_t>(i);
     }
   }

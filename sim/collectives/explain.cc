@@ -37,7 +37,7 @@ std::string DescribeTransfer(const Schedule& s, const topo::Topology& topology,
   line += ", " + std::to_string(s.Bytes(t)) + " B";
   if (!t.local()) line += ", " + std::to_string(topology.Hops(t.src, t.dst)) + " hop(s)";
   if (t.elements == 0)
-    line = "p" + std::to_string(t.src) + " join (waits for " + std::to_string(t.deps.size()) +
+    line = "p" + std::to_string(t.src) + " join (waits for " + std::to_string(t.num_deps) +
            " transfers)";
   return line;
 }

@@ -15,8 +15,8 @@ std::vector<int64_t> RandomOrder(const Schedule& schedule, uint64_t seed) {
   std::vector<int64_t> remaining(n);
   std::vector<std::vector<int64_t>> successors(n);
   for (size_t i = 0; i < n; ++i) {
-    remaining[i] = static_cast<int64_t>(schedule.transfers[i].deps.size());
-    for (int64_t d : schedule.transfers[i].deps)
+    remaining[i] = schedule.transfers[i].num_deps;
+    for (int64_t d : Deps(schedule, i))
       successors[static_cast<size_t>(d)].push_back(static_cast<int64_t>(i));
   }
   std::vector<int64_t> ready, order;

@@ -13,12 +13,14 @@
 // A transfer with src == dst is a local copy or reduction: no network. A local transfer with
 // elements == 0 is a join (a synchronisation point that moves nothing).
 //
-// Dependencies: a transfer starts once every transfer in `deps` has completed; deps refer to
-// earlier indices only, so the vector order is a topological order. Transfers not ordered by deps
-// never conflict (no overlapping writes, except two reductions, which commute; no read of a range
-// another writes), so any topological order gives the same result (tests check this).
+// Dependencies: a transfer starts once every transfer in its deps (Deps(schedule, t), stored
+// CSR-style in Schedule::dep_index) has completed; deps refer to earlier indices only, so the
+// vector order is a topological order. Transfers not ordered by deps never conflict (no
+// overlapping writes, except two reductions, which commute; no read of a range another writes),
+// so any topological order gives the same result (tests check this).
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,23 +54,30 @@ struct Segment {
   int64_t elements = 0;
 };
 
-// Fields ordered for packing: a schedule can hold millions of these.
+// Fields ordered for packing: a schedule can hold millions of these (56 B each). Partitions,
+// steps, transfer indices and indices into Schedule::{segments, dep_index} are int32: a schedule
+// has fewer than 2^31 partitions, transfers, segments and dependency entries (ScheduleBuilder
+// throws otherwise). Offsets and element counts are int64.
 struct ChunkTransfer {
-  int64_t src = 0;         // partition that sends (src == dst: a local copy / reduction)
-  int64_t dst = 0;         // partition that receives
   int64_t src_offset = 0;  // in elements (first piece when segmented)
   int64_t dst_offset = 0;  // in elements (first piece when segmented)
   int64_t elements = 0;    // elements moved (sum over segments); bytes = elements * element_bytes
-  int64_t first_segment = 0;  // index into Schedule::segments when num_segments > 0
-  std::vector<int64_t> deps;  // indices of transfers that must complete before this one starts
+  int32_t src = 0;         // partition that sends (src == dst: a local copy / reduction)
+  int32_t dst = 0;         // partition that receives
+  int32_t first_segment = 0;  // index into Schedule::segments when num_segments > 0
   int32_t num_segments = 0;   // 0: one contiguous piece (src_offset, dst_offset, elements)
-  int32_t step = 0;           // algorithm step, for --explain and traces (0-based)
+  // Indices of the transfers that must complete before this one starts:
+  // Schedule::dep_index[first_dep, first_dep + num_deps) (see Deps()).
+  int32_t first_dep = 0;
+  int32_t num_deps = 0;
+  int32_t step = 0;  // algorithm step, for --explain and traces (0-based)
   Buffer src_buffer = Buffer::kInput;
   Buffer dst_buffer = Buffer::kOutput;
   bool reduce = false;  // dst[...] += src[...] instead of dst[...] = src[...]
 
   bool local() const { return src == dst; }
 };
+static_assert(sizeof(ChunkTransfer) == 56, "ChunkTransfer: keep it packed");
 
 struct Schedule {
   CollectiveKind kind = CollectiveKind::kAllReduce;
@@ -80,6 +89,7 @@ struct Schedule {
   std::vector<int64_t> scratch_elements;  // per partition; empty: no scratch buffers
   std::vector<ChunkTransfer> transfers;   // in a valid topological order of deps
   std::vector<Segment> segments;          // pieces of the segmented transfers
+  std::vector<int32_t> dep_index;         // the transfers' deps, concatenated (see Deps())
   int num_steps = 0;                      // 1 + the largest step of a network transfer (0: none)
   // The replica groups it runs over (resolved: never empty for group collectives; empty for
   // collective-permute), and the permute pairs.
@@ -92,6 +102,14 @@ struct Schedule {
   int64_t Bytes(const ChunkTransfer& t) const { return t.elements * element_bytes; }
 };
 
+// The deps of t (a transfer of `schedule`): indices of earlier transfers, ascending.
+inline std::span<const int32_t> Deps(const Schedule& schedule, const ChunkTransfer& t) {
+  return {schedule.dep_index.data() + t.first_dep, static_cast<size_t>(t.num_deps)};
+}
+inline std::span<const int32_t> Deps(const Schedule& schedule, size_t i) {
+  return Deps(schedule, schedule.transfers[i]);
+}
+
 // Calls f(src_offset, dst_offset, elements) for each contiguous piece of t.
 template <typename F>
 void ForEachPiece(const Schedule& schedule, const ChunkTransfer& t, F&& f) {
@@ -99,7 +117,8 @@ void ForEachPiece(const Schedule& schedule, const ChunkTransfer& t, F&& f) {
     f(t.src_offset, t.dst_offset, t.elements);
     return;
   }
-  for (int64_t i = t.first_segment; i < t.first_segment + t.num_segments; ++i) {
+  const int64_t first = t.first_segment;
+  for (int64_t i = first; i < first + t.num_segments; ++i) {
     const Segment& s = schedule.segments[static_cast<size_t>(i)];
     f(s.src_offset, s.dst_offset, s.elements);
   }

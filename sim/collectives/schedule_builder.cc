@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <iterator>
+#include <limits>
+#include <string>
 
+#include "ir/error.h"
 #include "sim/collectives/collective.h"
 
 namespace podsim::sim {
@@ -46,6 +49,10 @@ std::vector<Ranges> SplitRanges(const Ranges& ranges, int64_t k) {
 
 ScheduleBuilder::ScheduleBuilder(Schedule& schedule, bool track)
     : schedule_(schedule), track_(track) {
+  if (schedule.num_partitions > kMaxIndex) {
+    throw Error("schedule: " + std::to_string(schedule.num_partitions) +
+                " partitions; at most 2^31 - 1 supported");
+  }
   if (track_) regions_.resize(static_cast<size_t>(schedule.num_partitions) * 3);
 }
 
@@ -126,9 +133,10 @@ int64_t ScheduleBuilder::AddMerged(int64_t src, Buffer src_buffer, int64_t dst, 
                                    const std::vector<int64_t>& extra_deps) {
   if (count == 0) return -1;
   const int64_t index = static_cast<int64_t>(schedule_.transfers.size());
+  if (index >= kMaxIndex) throw Error("schedule: more than 2^31 - 1 transfers");
   ChunkTransfer& t = schedule_.transfers.emplace_back();
-  t.src = src;
-  t.dst = dst;
+  t.src = static_cast<int32_t>(src);
+  t.dst = static_cast<int32_t>(dst);
   t.src_buffer = src_buffer;
   t.dst_buffer = dst_buffer;
   t.src_offset = pieces[0].src_offset;
@@ -137,27 +145,41 @@ int64_t ScheduleBuilder::AddMerged(int64_t src, Buffer src_buffer, int64_t dst, 
   t.reduce = reduce;
   t.step = step;
   if (count > 1) {
-    t.first_segment = static_cast<int64_t>(schedule_.segments.size());
+    if (schedule_.segments.size() + count > static_cast<size_t>(kMaxIndex)) {
+      throw Error("schedule: more than 2^31 - 1 segments");
+    }
+    t.first_segment = static_cast<int32_t>(schedule_.segments.size());
     t.num_segments = static_cast<int32_t>(count);
     schedule_.segments.insert(schedule_.segments.end(), pieces, pieces + count);
   }
-  if (!extra_deps.empty()) t.deps = extra_deps;
+  deps_.assign(extra_deps.begin(), extra_deps.end());
   if (track_) {
     const Access write = reduce ? Access::kReduce : Access::kWrite;
     for (size_t i = 0; i < count; ++i) {
-      Collect(src, src_buffer, pieces[i].src_offset, pieces[i].elements, Access::kRead, t.deps);
-      Collect(dst, dst_buffer, pieces[i].dst_offset, pieces[i].elements, write, t.deps);
+      Collect(src, src_buffer, pieces[i].src_offset, pieces[i].elements, Access::kRead, deps_);
+      Collect(dst, dst_buffer, pieces[i].dst_offset, pieces[i].elements, write, deps_);
     }
     for (size_t i = 0; i < count; ++i) {
       Record(src, src_buffer, pieces[i].src_offset, pieces[i].elements, Access::kRead, index);
       Record(dst, dst_buffer, pieces[i].dst_offset, pieces[i].elements, write, index);
     }
   }
-  if (t.deps.size() > 1) {
-    std::sort(t.deps.begin(), t.deps.end());
-    t.deps.erase(std::unique(t.deps.begin(), t.deps.end()), t.deps.end());
-  }
+  SetDeps(t);
   return index;
+}
+
+void ScheduleBuilder::SetDeps(ChunkTransfer& t) {
+  if (deps_.size() > 1) {
+    std::sort(deps_.begin(), deps_.end());
+    deps_.erase(std::unique(deps_.begin(), deps_.end()), deps_.end());
+  }
+  std::vector<int32_t>& index = schedule_.dep_index;
+  if (index.size() + deps_.size() > static_cast<size_t>(kMaxIndex)) {
+    throw Error("schedule: more than 2^31 - 1 dependencies");
+  }
+  t.first_dep = static_cast<int32_t>(index.size());
+  t.num_deps = static_cast<int32_t>(deps_.size());
+  for (int64_t d : deps_) index.push_back(static_cast<int32_t>(d));
 }
 
 int64_t ScheduleBuilder::AddRanges(int64_t src, Buffer src_buffer, int64_t dst, Buffer dst_buffer,
@@ -176,17 +198,17 @@ int64_t ScheduleBuilder::AddRanges(int64_t src, Buffer src_buffer, int64_t dst, 
 
 int64_t ScheduleBuilder::AddJoin(int64_t partition, const std::vector<int64_t>& deps, int step) {
   if (deps.empty()) return -1;
-  ChunkTransfer t;
-  t.src = partition;
-  t.dst = partition;
+  const int64_t index = static_cast<int64_t>(schedule_.transfers.size());
+  if (index >= kMaxIndex) throw Error("schedule: more than 2^31 - 1 transfers");
+  ChunkTransfer& t = schedule_.transfers.emplace_back();
+  t.src = static_cast<int32_t>(partition);
+  t.dst = static_cast<int32_t>(partition);
   t.src_buffer = Buffer::kOutput;
   t.dst_buffer = Buffer::kOutput;
   t.step = step;
-  t.deps = deps;
-  std::sort(t.deps.begin(), t.deps.end());
-  t.deps.erase(std::unique(t.deps.begin(), t.deps.end()), t.deps.end());
-  schedule_.transfers.push_back(std::move(t));
-  return static_cast<int64_t>(schedule_.transfers.size()) - 1;
+  deps_.assign(deps.begin(), deps.end());
+  SetDeps(t);
+  return index;
 }
 
 void ScheduleBuilder::Finish() {

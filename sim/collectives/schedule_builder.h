@@ -12,6 +12,7 @@
 // Algorithms with many-to-many deps (direct) pass explicit deps instead (track = false).
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <vector>
 
@@ -67,6 +68,8 @@ class ScheduleBuilder {
   };
   using RegionMap = std::map<int64_t, Region>;
 
+  // Sorts and dedups deps_ and stores them as t's deps (t: the last transfer).
+  void SetDeps(ChunkTransfer& t);
   int64_t AddMerged(int64_t src, Buffer src_buffer, int64_t dst, Buffer dst_buffer,
                     const Segment* pieces, size_t count, bool reduce, int step,
                     const std::vector<int64_t>& extra_deps);
@@ -79,6 +82,8 @@ class ScheduleBuilder {
   Schedule& schedule_;
   bool track_;
   std::vector<RegionMap> regions_;  // [partition * 3 + buffer]
+  std::vector<int64_t> deps_;       // the deps of the transfer being added
+  static constexpr int64_t kMaxIndex = std::numeric_limits<int32_t>::max();
 };
 
 }  // namespace podsim::sim

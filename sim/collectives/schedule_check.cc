@@ -39,12 +39,17 @@ void ValidateSchedule(const Schedule& s) {
     }
     if (t.dst_buffer == Buffer::kInput) throw Error(Where(i) + ": writes an input buffer");
     if (t.step < 0) throw Error(Where(i) + ": negative step");
-    for (int64_t d : t.deps) {
+    if (t.num_deps < 0 || t.first_dep < 0 ||
+        static_cast<int64_t>(t.first_dep) + t.num_deps > static_cast<int64_t>(s.dep_index.size())) {
+      throw Error(Where(i) + ": deps out of range");
+    }
+    for (int64_t d : Deps(s, t)) {
       if (d < 0 || d >= static_cast<int64_t>(i)) {
         throw Error(Where(i) + ": dep " + std::to_string(d) + " is not an earlier transfer");
       }
     }
-    if (t.num_segments < 0 || (t.num_segments > 0 && t.first_segment + t.num_segments >
+    if (t.num_segments < 0 ||
+        (t.num_segments > 0 && static_cast<int64_t>(t.first_segment) + t.num_segments >
                                                          static_cast<int64_t>(s.segments.size()))) {
       throw Error(Where(i) + ": segments out of range");
     }
@@ -68,7 +73,7 @@ std::optional<std::string> FindRace(const Schedule& s) {
   std::vector<uint64_t> before(n * words, 0);
   for (size_t t = 0; t < n; ++t) {
     uint64_t* row = &before[t * words];
-    for (int64_t d : s.transfers[t].deps) {
+    for (int64_t d : Deps(s, t)) {
       const uint64_t* dep_row = &before[static_cast<size_t>(d) * words];
       for (size_t w = 0; w < words; ++w) row[w] |= dep_row[w];
       row[static_cast<size_t>(d) / 64] |= uint64_t{1} << (static_cast<size_t>(d) % 64);

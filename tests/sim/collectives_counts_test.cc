@@ -36,7 +36,7 @@ int LongestNetworkChain(const Schedule& s) {
   int longest = 0;
   for (size_t i = 0; i < s.transfers.size(); ++i) {
     int d = 0;
-    for (int64_t dep : s.transfers[i].deps) d = std::max(d, depth[static_cast<size_t>(dep)]);
+    for (int64_t dep : Deps(s, i)) d = std::max(d, depth[static_cast<size_t>(dep)]);
     depth[i] = d + (s.transfers[i].local() ? 0 : 1);
     longest = std::max(longest, depth[i]);
   }
