@@ -95,7 +95,10 @@ int SimulateCommand(const Args& args) {
     defaults.device = sim::DeviceSpecFromConfig(vm["device"].as<std::string>(), "device");
   }
   if (vm.count("network")) defaults.network = vm["network"].as<std::string>();
-  if (vm.count("mesh")) defaults.num_partitions = partitioner::DeviceMesh::Parse(vm["mesh"].as<std::string>()).num_devices();
+  if (vm.count("mesh")) {
+    defaults.num_partitions =
+        partitioner::DeviceMesh::Parse(vm["mesh"].as<std::string>()).num_devices();
+  }
   if (vm.count("no-fusion")) defaults.fusion = false;
   if (vm.count("sync")) defaults.async_collectives = false;
   if (vm.count("trace")) defaults.trace.enabled = true;
@@ -117,6 +120,7 @@ int SimulateCommand(const Args& args) {
                             std::to_string(topology->num_cores()) + " cores)");
   }
   options.Validate("");
+  if (options.num_partitions == 0) options.num_partitions = topology->num_cores();
 
   std::unique_ptr<ir::Module> module = LoadModule(vm["module"].as<std::string>());
   // A global annotated module: partition it here, and check against it unpartitioned.
@@ -125,7 +129,6 @@ int SimulateCommand(const Args& args) {
   std::vector<ir::Literal> global_args;
   sim::SimOptions run_options = options;
   const sim::ProgramKind kind = sim::ClassifyProgram(*module);
-  if (options.num_partitions == 0) options.num_partitions = topology->num_cores();
   if (options.num_partitions > 1 && kind == sim::ProgramKind::kUnannotated) {
     std::cerr << "note: module '" << module->name() << "' has no shardings, collectives or "
               << "partition-id: each of the " << options.num_partitions
