@@ -150,8 +150,8 @@ void CheckOnMesh(const Instruction& x, const Sharding& s, const std::string& wha
       std::vector<int64_t> tiles = s.tile_dims;
       tiles.push_back(num_devices / NumTiles(s));
       hint = "; to replicate each tile " + std::to_string(tiles.back()) +
-             " ways, use Shard(x, tiles + {" + std::to_string(tiles.back()) +
-             "}, devices, /*last_tile_dim_replicate=*/true), e.g. " +
+             " ways, add a replicated tile dim of " + std::to_string(tiles.back()) +
+             " over all " + std::to_string(num_devices) + " devices, e.g. " +
              Sharding::TiledIota(tiles, true).ToString();
     }
     Fail(x, name + " covers " + std::to_string(NumTiles(s)) + " device(s) but" + mesh +

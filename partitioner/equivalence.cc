@@ -165,7 +165,7 @@ std::vector<std::vector<Literal>> ShardArguments(const PartitionResult& spmd,
                                                  const EquivalenceOptions& options) {
   const int64_t n = spmd.num_partitions;
   if (args.size() != spmd.parameter_shardings.size()) {
-    throw Error("CompareSpmd: " + std::to_string(args.size()) + " arguments for " +
+    throw Error("ShardArguments: " + std::to_string(args.size()) + " arguments for " +
                 std::to_string(spmd.parameter_shardings.size()) + " parameters");
   }
   std::vector<std::vector<Literal>> shard_args(n);

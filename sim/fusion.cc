@@ -137,9 +137,15 @@ class Planner {
     const int32_t count = static_cast<int32_t>(groups.size());
     for (auto& [instr, index] : group_of) index = count - 1 - index;
     if (enabled) MergeMultiOutput(groups, group_of);
+    // How many groups compute each value (owned or as a copy): a value read by a member that
+    // another group also computes is read from HBM there, so it must be written.
+    std::unordered_map<const Instruction*, int32_t> computed_in;
+    for (const FusionGroup& g : groups) {
+      for (const Instruction* m : g.members) ++computed_in[m];
+    }
     FusionPlan plan;
     for (size_t k = 0; k < groups.size(); ++k) {
-      Finish(groups[k], static_cast<int32_t>(k), group_of, plan);
+      Finish(groups[k], static_cast<int32_t>(k), group_of, computed_in, plan);
     }
     plan.groups = std::move(groups);
     plan.group_of = std::move(group_of);
@@ -359,7 +365,9 @@ class Planner {
   }
 
   // Orders members, collects inputs, outputs and bytes.
-  void Finish(FusionGroup& g, int32_t index, const GroupIndex& group_of, FusionPlan& plan) const {
+  void Finish(FusionGroup& g, int32_t index, const GroupIndex& group_of,
+              const std::unordered_map<const Instruction*, int32_t>& computed_in,
+              FusionPlan& plan) const {
     std::sort(g.members.begin(), g.members.end(),
               [&](const Instruction* a, const Instruction* b) { return position_.at(a) < position_.at(b); });
     if (g.members.size() == 1) {
@@ -381,11 +389,15 @@ class Planner {
         }
         g.inputs.push_back(o);
       }
-      // An owned member is written when something outside reads it; the root always is.
+      // An owned member is written when something outside reads it: a user not in this group,
+      // or one that another group computes too (a copy there reads m from HBM). The root
+      // always is.
       auto owner = group_of.find(m);
       if (owner == group_of.end() || owner->second != index) continue;  // a copy
       bool read_outside = m == g.root || m == comp_.root();
-      for (const Instruction* u : UsersOf(m)) read_outside = read_outside || !inside.count(u);
+      for (const Instruction* u : UsersOf(m)) {
+        read_outside = read_outside || !inside.count(u) || computed_in.at(u) > 1;
+      }
       if (read_outside) g.outputs.push_back(m);
     }
     // The root last (it is the latest member already, by position).

@@ -51,9 +51,8 @@ TEST_CASE("Split tiles one dim over devices 0..n-1 and returns the instruction")
   // partially replicated form (each of the 3 tiles on 2 devices).
   ExpectError([&] { ValidateShardings(*f.m, 6); }, "instruction %x",
               "covers 3 device(s) but the mesh has 6 device(s); a tiling must cover every device; "
-              "to replicate each tile 2 ways, use Shard(x, tiles + {2}, devices, "
-              "/*last_tile_dim_replicate=*/true), e.g. {devices=[1,3,2]<=[6] "
-              "last_tile_dim_replicate}");
+              "to replicate each tile 2 ways, add a replicated tile dim of 2 over all 6 devices, "
+              "e.g. {devices=[1,3,2]<=[6] last_tile_dim_replicate}");
 }
 
 TEST_CASE("uneven splits are allowed: 15 split 2 ways gives shards of 8") {

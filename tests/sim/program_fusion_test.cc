@@ -273,6 +273,32 @@ TEST_CASE("an expensive producer is not duplicated: computed once, written once"
   CHECK(gt.hbm_bytes == 9216);
 }
 
+TEST_CASE("a value whose cheap user is copied into a later kernel is written for it") {
+  // e = exp(p0) (expensive, f32[1024], 4 KiB); n = neg(e) is cheap and copied into both of
+  // its users' kernels: b = n + p1 [1024] and r = reshape(n) [32,32] (a different loop shape,
+  // so the two do not merge). b's kernel takes e as a multi-output producer (it reads e through
+  // its copy of n, r's kernel runs after it); r's copy of n reads e from HBM, so b's kernel
+  // must write e as well as b.
+  //  b's kernel: reads p0, p1; writes e, b: 4 * 4096 = 16384 B.
+  //  r's kernel (n, reshape): reads e, writes r: 2 * 4096 = 8192 B.
+  ir::Module m("copied_user");
+  Builder b(m.AddComputation("main", true));
+  const Shape s(DType::kF32, {1024});
+  auto* e = b.Exp(b.Parameter(0, s, "p0"));
+  auto* n = b.Neg(e);
+  auto* sum = b.Add(n, b.Parameter(1, s, "p1"));
+  auto* r = b.Reshape(n, {32, 32});
+  b.computation()->set_root(b.Tuple({sum, r}));
+  const FusionPlan plan = Plan(m, true);
+  REQUIRE(plan.group_of.at(e) == plan.group_of.at(sum));
+  const FusionGroup& gb = GroupOf(plan, sum);
+  const FusionGroup& gr = GroupOf(plan, r);
+  CHECK(gb.outputs == std::vector<const ir::Instruction*>{e, sum});
+  CHECK(std::count(gr.inputs.begin(), gr.inputs.end(), e) == 1);
+  CHECK(gb.hbm_bytes == 16384);
+  CHECK(gr.hbm_bytes == 8192);
+}
+
 TEST_CASE("a cheap producer that reads more than it writes is not duplicated") {
   // r = x + y (f32[256] each, 1 KiB) feeds neg(r) and broadcast(r) [4,256] * w: a copy would
   // read 2 KiB instead of r's 1 KiB, so r runs as its own kernel (reads 2048, writes 1024 B).
