@@ -7,7 +7,6 @@
 #include "cli/options.h"
 #include "cli/module_io.h"
 #include "ir/error.h"
-#include "partitioner/annotations.h"
 #include "partitioner/equivalence.h"
 #include "partitioner/propagation.h"
 #include "partitioner/sharding_util.h"
@@ -43,8 +42,7 @@ int CheckCommand(const Args& args) {
   }
   const partitioner::DeviceMesh mesh = partitioner::DeviceMesh::Parse(vm["mesh"].as<std::string>());
   std::unique_ptr<ir::Module> module = LoadModule(vm["file"].as<std::string>());
-  partitioner::ValidateShardings(*module, mesh);
-  partitioner::PropagateShardings(*module, mesh.num_devices());
+  partitioner::PropagateShardings(*module, mesh.num_devices());  // validates the annotations
   partitioner::PartitionOptions options;
   options.num_partitions = mesh.num_devices();
   partitioner::EquivalenceOptions eq;

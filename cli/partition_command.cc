@@ -9,8 +9,6 @@
 #include "cli/module_io.h"
 #include "ir/error.h"
 #include "ir/text.h"
-#include "partitioner/annotations.h"
-#include "partitioner/propagation.h"
 #include "partitioner/sharding_util.h"
 #include "partitioner/spmd_partitioner.h"
 
@@ -62,11 +60,8 @@ int PartitionCommand(const Args& args) {
   const partitioner::DeviceMesh mesh = partitioner::DeviceMesh::Parse(vm["mesh"].as<std::string>());
   std::unique_ptr<ir::Module> module = LoadModule(vm["file"].as<std::string>());
   const int64_t input_instructions = module->InstructionCount();
-  partitioner::ValidateShardings(*module, mesh);
-  partitioner::PropagateShardings(*module, mesh.num_devices());
-  partitioner::PartitionOptions options;
-  options.num_partitions = mesh.num_devices();
-  const partitioner::PartitionResult result = partitioner::PartitionSpmd(*module, options);
+  const partitioner::PartitionResult result =
+      partitioner::PropagateAndPartition(*module, mesh.num_devices());
   std::cerr << "partitioned " << module->name() << " for mesh " << mesh.ToString() << " ("
             << mesh.num_devices() << " partitions): " << input_instructions << " -> "
             << result.module->InstructionCount() << " instructions, "

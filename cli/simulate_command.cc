@@ -18,9 +18,7 @@
 #include "cli/module_io.h"
 #include "ir/error.h"
 #include "ir/interpreter.h"
-#include "partitioner/annotations.h"
 #include "partitioner/equivalence.h"
-#include "partitioner/propagation.h"
 #include "partitioner/sharding_util.h"
 #include "partitioner/spmd_partitioner.h"
 #include "sim/program_runner.h"
@@ -137,11 +135,7 @@ int SimulateCommand(const Args& args) {
   }
   if (options.num_partitions > 1 && kind == sim::ProgramKind::kGlobalAnnotated) {
     global = std::move(module);
-    partitioner::ValidateShardings(*global, options.num_partitions);
-    partitioner::PropagateShardings(*global, options.num_partitions);
-    partitioner::PartitionOptions popts;
-    popts.num_partitions = options.num_partitions;
-    partitioned = partitioner::PartitionSpmd(*global, popts);
+    partitioned = partitioner::PropagateAndPartition(*global, options.num_partitions);
     std::cerr << "partitioned " << global->name() << " for " << options.num_partitions
               << " partitions: " << global->InstructionCount() << " -> "
               << partitioned.module->InstructionCount() << " instructions\n";

@@ -33,7 +33,6 @@
 #include "experiments/runners.h"
 #include "ir/error.h"
 #include "models/scopes.h"
-#include "partitioner/propagation.h"
 #include "partitioner/spmd_partitioner.h"
 #include "sim/program_runner.h"
 #include "topologies/json_reader.h"
@@ -277,10 +276,8 @@ sim::RunResult SimulateMoeLayerPair(const models::MoeLayerConfig& model,
                                     const topo::Topology& topology, sim::SimOptions options) {
   if (options.num_partitions == 0) options.num_partitions = topology.num_cores();
   std::unique_ptr<ir::Module> m = models::BuildMoeLayerPair(model);
-  partitioner::PropagateShardings(*m, options.num_partitions);
-  partitioner::PartitionOptions popts;
-  popts.num_partitions = options.num_partitions;
-  const partitioner::PartitionResult p = partitioner::PartitionSpmd(*m, popts);
+  const partitioner::PartitionResult p =
+      partitioner::PropagateAndPartition(*m, options.num_partitions);
   options.Validate("sim");
   return sim::Simulate(*p.module, topology, options);
 }

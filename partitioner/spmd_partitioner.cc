@@ -7,6 +7,7 @@
 
 #include "ir/error.h"
 #include "ir/verifier.h"
+#include "partitioner/propagation.h"
 #include "partitioner/spmd_visitor.h"
 
 namespace podsim::partitioner {
@@ -232,6 +233,13 @@ std::string ExplainProvenance(const PartitionResult& result) {
   std::string out;
   for (const CollectiveProvenance& p : result.provenance) out += p.ToString() + "\n";
   return out;
+}
+
+PartitionResult PropagateAndPartition(ir::Module& module, int64_t num_partitions) {
+  PropagateShardings(module, num_partitions);
+  PartitionOptions options;
+  options.num_partitions = num_partitions;
+  return PartitionSpmd(module, options);
 }
 
 }  // namespace podsim::partitioner

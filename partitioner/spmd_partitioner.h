@@ -65,6 +65,11 @@ struct PartitionResult {
 // supported.
 PartitionResult PartitionSpmd(const ir::Module& module, const PartitionOptions& options);
 
+// The pipeline for a global annotated module: PropagateShardings (which validates the
+// annotations for the partition count first, and completes `module`'s shardings), then
+// PartitionSpmd for `num_partitions` partitions.
+PartitionResult PropagateAndPartition(ir::Module& module, int64_t num_partitions);
+
 // One line per collective: "all-gather.3 <- %dot.2 operand 1: {devices=[1,4]0,1,2,3} ->
 // {replicated}", or "no collectives" when there are none.
 std::string ExplainProvenance(const PartitionResult& result);

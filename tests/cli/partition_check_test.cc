@@ -1,6 +1,6 @@
-// What `podsim partition`, `podsim check` and `podsim simulate --check` do, through the library calls they wrap (load and
-// verify, ValidateShardings on the mesh, PropagateShardings, PartitionSpmd or
-// CheckEquivalence): the shipped examples partition and check, and each kind of bad input is an
+// What `podsim partition`, `podsim check` and `podsim simulate --check` do, through the library
+// calls they wrap (load and verify, PropagateShardings, which validates the annotations on the
+// mesh first, then PartitionSpmd or CheckEquivalence): the shipped examples partition and check, and each kind of bad input is an
 // error that names the instruction before anything runs. tests/CMakeLists.txt also runs the
 // podsim binary itself on these files.
 
@@ -34,18 +34,12 @@ std::unique_ptr<ir::Module> Load(const std::string& relative) {
 
 // podsim partition FILE --mesh MESH, minus the printing.
 PartitionResult PartitionCommand(ir::Module& m, const std::string& mesh_text) {
-  const DeviceMesh mesh = DeviceMesh::Parse(mesh_text);
-  ValidateShardings(m, mesh);
-  PropagateShardings(m, mesh.num_devices());
-  PartitionOptions options;
-  options.num_partitions = mesh.num_devices();
-  return PartitionSpmd(m, options);
+  return PropagateAndPartition(m, DeviceMesh::Parse(mesh_text).num_devices());
 }
 
 // podsim check FILE --mesh MESH --seed SEED, minus the printing.
 EquivalenceReport CheckCommand(ir::Module& m, const std::string& mesh_text, uint64_t seed) {
   const DeviceMesh mesh = DeviceMesh::Parse(mesh_text);
-  ValidateShardings(m, mesh);
   PropagateShardings(m, mesh.num_devices());
   PartitionOptions options;
   options.num_partitions = mesh.num_devices();
