@@ -9,7 +9,7 @@ packages=(
   libboost-graph-dev libboost-program-options-dev
   libeigen3-dev nlohmann-json3-dev libbenchmark-dev doctest-dev
   protobuf-compiler libprotobuf-dev
-  gnuplot-nox
+  gnuplot-nox python3
 )
 
 missing=()

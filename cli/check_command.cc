@@ -3,10 +3,10 @@
 
 #include <iostream>
 
+#include "base/error.h"
 #include "cli/commands.h"
-#include "cli/options.h"
 #include "cli/module_io.h"
-#include "ir/error.h"
+#include "cli/options.h"
 #include "partitioner/equivalence.h"
 #include "partitioner/propagation.h"
 #include "partitioner/sharding_util.h"

@@ -5,55 +5,18 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "base/config.h"
+#include "base/error.h"
+#include "base/io.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "experiments/collective_run.h"
-#include "ir/error.h"
+#include "report/chrome_trace.h"
 #include "sim/collectives/explain.h"
-#include "topologies/json_reader.h"
 #include "topologies/load.h"
 
 namespace podsim::cli {
 
-namespace {
-
-// Chrome trace: one track (tid) per directed link that carried traffic, one slice per transfer
-// on each link of its route, at most `max_events` slices.
-nlohmann::json LinkTrace(const experiments::CollectiveRunResult& r, const topo::Topology& topo,
-                         size_t max_events) {
-  nlohmann::json events = nlohmann::json::array();
-  std::vector<bool> named(topo.links().size(), false);
-  size_t count = 0;
-  bool truncated = false;
-  for (size_t t = 0; t < r.schedule.transfers.size() && !truncated; ++t) {
-    const sim::ChunkTransfer& x = r.schedule.transfers[t];
-    if (x.src == x.dst) continue;
-    const double ts = r.timing.transfer_start[t].micros();
-    const double dur = (r.timing.transfer_end[t] - r.timing.transfer_start[t]).micros();
-    for (int64_t link : topo.Route(x.src, x.dst)) {
-      if (count++ >= max_events) {
-        truncated = true;
-        break;
-      }
-      if (!named[link]) {
-        named[link] = true;
-        events.push_back({{"ph", "M"}, {"pid", 1}, {"tid", link}, {"name", "thread_name"},
-                          {"args", {{"name", sim::DescribeLink(topo, link)}}}});
-      }
-      events.push_back({{"ph", "X"}, {"pid", 1}, {"tid", link}, {"ts", ts}, {"dur", dur},
-                        {"name", "step " + std::to_string(x.step)},
-                        {"args", {{"src", x.src}, {"dst", x.dst},
-                                  {"bytes", x.elements * r.schedule.element_bytes}}}});
-    }
-  }
-  events.push_back({{"ph", "M"}, {"pid", 1}, {"name", "process_name"},
-                    {"args", {{"name", "links of " + r.topology_name}}}});
-  nlohmann::json trace = {{"traceEvents", events}, {"displayTimeUnit", "ns"}};
-  if (truncated) trace["otherData"] = {{"truncated_after_events", max_events}};
-  return trace;
-}
-
-}  // namespace
 
 int CollectiveCommand(const Args& args) {
   po::options_description desc("podsim collective options");
@@ -104,7 +67,7 @@ int CollectiveCommand(const Args& args) {
   config["topology"] = topo::ExpandTopologyConfig(config["topology"], "topology");
   if (vm.count("set")) {
     for (const std::string& o : vm["set"].as<std::vector<std::string>>()) {
-      topo::ApplyOverride(config, o);
+      ApplyOverride(config, o);
     }
   }
   experiments::CollectiveRunConfig run = experiments::CollectiveRunConfig::FromJson(config, "");
@@ -159,13 +122,13 @@ int CollectiveCommand(const Args& args) {
     std::unique_ptr<sim::NetworkModel> network =
         sim::MakeNetworkModel(run.network, *topology, run.network_options);
     sim::TimingOptions t;
-    t.fixed_overhead = sim::Time::FromMicros(run.overhead_us);
+    t.fixed_overhead = Time::FromMicros(run.overhead_us);
     t.record_transfers = true;
     r.timing = sim::RunTiming(r.schedule, *topology, *network, t);
     const std::string path = vm["trace"].as<std::string>();
-    std::ofstream out(path);
-    if (!out) throw Error("cannot write '" + path + "'");
-    out << LinkTrace(r, *topology, 500000).dump() << "\n";
+    WriteFileAtomic(path,
+                    report::CollectiveLinkTrace(r.schedule, r.timing, *topology, r.topology_name,
+                                                500000).dump() + "\n");
     std::cerr << "wrote " << path << "\n";
   }
   return 0;

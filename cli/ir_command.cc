@@ -7,11 +7,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/error.h"
+#include "base/format.h"
 #include "cli/commands.h"
-#include "cli/options.h"
 #include "cli/module_io.h"
+#include "cli/options.h"
 #include "ir/cost.h"
-#include "ir/error.h"
 #include "ir/interpreter.h"
 #include "ir/text.h"
 
@@ -61,18 +62,6 @@ int Print(const Args& args) {
   return 0;
 }
 
-std::string Human(double v) {
-  const char* suffix[] = {"", "K", "M", "G", "T", "P"};
-  int k = 0;
-  while (v >= 1000 && k < 5) {
-    v /= 1000;
-    ++k;
-  }
-  std::ostringstream ss;
-  ss << std::setprecision(4) << v << suffix[k];
-  return ss.str();
-}
-
 int Cost(const Args& args) {
   po::options_description desc("podsim ir cost options");
   desc.add_options()("file", po::value<std::string>()->required(), "IR text or .pb module")(
@@ -118,16 +107,16 @@ int Cost(const Args& args) {
       const ir::Cost& c = cost.per_instruction.at(i.get());
       std::printf("%-28s %-20s %-8s %10s %10s %10s %10s %10s\n", ("%" + i->name).c_str(),
                   std::string(ir::OpcodeName(i->opcode)).c_str(),
-                  std::string(ir::UnitName(c.unit)).c_str(), Human(c.flops).c_str(),
-                  Human(c.transcendentals).c_str(), Human(c.bytes_read).c_str(),
-                  Human(c.bytes_written).c_str(), Human(c.network_bytes).c_str());
+                  std::string(ir::UnitName(c.unit)).c_str(), FormatSi(c.flops).c_str(),
+                  FormatSi(c.transcendentals).c_str(), FormatSi(c.bytes_read).c_str(),
+                  FormatSi(c.bytes_written).c_str(), FormatSi(c.network_bytes).c_str());
     }
   }
   const ir::Cost& t = cost.total;
   std::printf("%-28s %-20s %-8s %10s %10s %10s %10s %10s\n", "total", "", "",
-              Human(t.flops).c_str(), Human(t.transcendentals).c_str(),
-              Human(t.bytes_read).c_str(), Human(t.bytes_written).c_str(),
-              Human(t.network_bytes).c_str());
+              FormatSi(t.flops).c_str(), FormatSi(t.transcendentals).c_str(),
+              FormatSi(t.bytes_read).c_str(), FormatSi(t.bytes_written).c_str(),
+              FormatSi(t.network_bytes).c_str());
   return 0;
 }
 

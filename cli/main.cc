@@ -8,8 +8,8 @@
 
 #include <boost/program_options/errors.hpp>
 
+#include "base/error.h"
 #include "cli/commands.h"
-#include "ir/error.h"
 
 namespace {
 

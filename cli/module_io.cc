@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "ir/error.h"
+#include "base/error.h"
 #include "ir/proto.h"
 #include "ir/text.h"
 

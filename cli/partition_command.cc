@@ -4,10 +4,10 @@
 #include <iostream>
 #include <map>
 
+#include "base/error.h"
 #include "cli/commands.h"
-#include "cli/options.h"
 #include "cli/module_io.h"
-#include "ir/error.h"
+#include "cli/options.h"
 #include "ir/text.h"
 #include "partitioner/sharding_util.h"
 #include "partitioner/spmd_partitioner.h"

@@ -2,10 +2,10 @@
 
 #include <iostream>
 
+#include "base/error.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "experiments/experiment.h"
-#include "ir/error.h"
 
 namespace podsim::cli {
 

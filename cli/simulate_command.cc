@@ -1,7 +1,7 @@
 // podsim simulate FILE.hlo --topology NAME_OR_FILE [--mesh D] [--device NAME_OR_FILE]
 //                 [--network MODEL] [--trace T.json] [--json] [--out DIR] [--check]
 //                 [--no-fusion] [--sync] [--set PATH=VALUE]...
-// Runs an SPMD module on every device of a pod (sim/program_runner.h) and prints a summary, or
+// Runs an SPMD module on every device of a pod (pipeline/simulate.h) and prints a summary, or
 // the results JSON, and writes results.json, CSV tables and a Chrome trace when asked. A global
 // module with sharding annotations is partitioned for the mesh first (as podsim partition).
 // --check also carries real tensors through the run (small pods) and checks every collective
@@ -13,18 +13,14 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "cli/commands.h"
-#include "cli/options.h"
 #include "cli/module_io.h"
-#include "ir/error.h"
-#include "ir/interpreter.h"
-#include "partitioner/equivalence.h"
+#include "cli/options.h"
 #include "partitioner/sharding_util.h"
-#include "partitioner/spmd_partitioner.h"
-#include "sim/program_runner.h"
-#include "sim/results.h"
-#include "topologies/json_reader.h"
-#include "topologies/load.h"
+#include "pipeline/simulate.h"
+#include "report/chrome_trace.h"
+#include "report/run_report.h"
 
 namespace podsim::cli {
 namespace {
@@ -101,79 +97,37 @@ int SimulateCommand(const Args& args) {
   if (vm.count("sync")) defaults.async_collectives = false;
   if (vm.count("trace")) defaults.trace.enabled = true;
   if (vm.count("check")) defaults.functional = true;
-  nlohmann::json config = defaults.ToJson();
-  config["topology"] = topo::ExpandTopologyConfig(vm["topology"].as<std::string>(), "topology");
-  if (vm.count("set")) {
-    for (const std::string& assignment : vm["set"].as<std::vector<std::string>>()) {
-      topo::ApplyOverride(config, assignment);
-    }
-  }
-  const std::unique_ptr<topo::Topology> topology = topo::LoadTopology(config["topology"], "topology");
-  nlohmann::json sim_config = config;
-  sim_config.erase("topology");
-  sim::SimOptions options = sim::SimOptions::FromJson(sim_config, "");
-  if (options.num_partitions > topology->num_cores()) {
-    throw topo::ConfigError("--mesh: " + std::to_string(options.num_partitions) +
-                            " partitions do not fit topology '" + topology->name() + "' (" +
-                            std::to_string(topology->num_cores()) + " cores)");
-  }
-  options.Validate("");
-  if (options.num_partitions == 0) options.num_partitions = topology->num_cores();
+  const nlohmann::json config = pipeline::SimulationConfig(
+      defaults, vm["topology"].as<std::string>(),
+      vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{});
 
-  std::unique_ptr<ir::Module> module = LoadModule(vm["module"].as<std::string>());
-  // A global annotated module: partition it here, and check against it unpartitioned.
-  std::unique_ptr<ir::Module> global;
-  partitioner::PartitionResult partitioned;
-  std::vector<ir::Literal> global_args;
-  sim::SimOptions run_options = options;
-  const sim::ProgramKind kind = sim::ClassifyProgram(*module);
-  if (options.num_partitions > 1 && kind == sim::ProgramKind::kUnannotated) {
-    std::cerr << "note: module '" << module->name() << "' has no shardings, collectives or "
-              << "partition-id: each of the " << options.num_partitions
-              << " partitions runs the whole program (replicated); annotate it (podsim "
-                 "partition) to split the work, or pass --mesh 1\n";
-  }
-  if (options.num_partitions > 1 && kind == sim::ProgramKind::kGlobalAnnotated) {
-    global = std::move(module);
-    partitioned = partitioner::PropagateAndPartition(*global, options.num_partitions);
-    std::cerr << "partitioned " << global->name() << " for " << options.num_partitions
-              << " partitions: " << global->InstructionCount() << " -> "
-              << partitioned.module->InstructionCount() << " instructions\n";
-    if (options.functional) {
-      global_args = ir::RandomArguments(*global, options.functional_seed);
-      run_options.functional_args = partitioner::ShardArguments(partitioned, global_args);
-    }
-  }
-  const ir::Module& spmd = global ? *partitioned.module : *module;
-  const sim::RunResult result = sim::Simulate(spmd, *topology, run_options);
-
-  if (vm.count("json")) {
-    std::cout << sim::ResultsToJson(result).dump(2) << "\n";
+  const pipeline::Simulation run =
+      pipeline::Simulate(LoadModule(vm["module"].as<std::string>()), config);
+  for (const std::string& note : run.notes) std::cerr << note << "\n";
+  const sim::RunResult& result = run.result;
+  const bool json = vm.count("json") > 0;
+  if (json) {
+    std::cout << report::ResultsToJson(result).dump(2) << "\n";
   } else {
-    std::cout << sim::Summary(result);
+    std::cout << report::Summary(result);
   }
   if (vm.count("out")) {
-    sim::WriteResults(result, vm["out"].as<std::string>());
-    if (!vm.count("json")) std::cout << "wrote " << vm["out"].as<std::string>() << "/results.json\n";
+    report::WriteResults(result, vm["out"].as<std::string>());
+    if (!json) std::cout << "wrote " << vm["out"].as<std::string>() << "/results.json\n";
   }
   if (vm.count("trace")) {
-    sim::WriteChromeTrace(result.trace, vm["trace"].as<std::string>());
-    if (!vm.count("json")) std::cout << "wrote " << vm["trace"].as<std::string>() << "\n";
+    report::WriteChromeTrace(result.trace, vm["trace"].as<std::string>());
+    if (!json) std::cout << "wrote " << vm["trace"].as<std::string>() << "\n";
   }
   if (result.functional) {
-    std::ostream& os = vm.count("json") ? std::cerr : std::cout;
+    std::ostream& os = json ? std::cerr : std::cout;
     PrintCheck(*result.functional, os);
-    bool ok = result.functional->ok();
-    if (global) {
-      const partitioner::EquivalenceReport report = partitioner::CompareOutputs(
-          *global, partitioned, global_args, result.functional->outputs);
+    if (run.equivalence) {
       os << "check: outputs vs the unpartitioned module (podsim check tolerances):\n"
-         << report.ToString();
-      ok = ok && report.ok();
+         << run.equivalence->ToString();
     }
-    if (!ok) return 1;
   }
-  return 0;
+  return run.ok() ? 0 : 1;
 }
 
 }  // namespace podsim::cli

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "base/config.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "partitioner/sharding_util.h"
 #include "topologies/describe.h"
-#include "topologies/json_reader.h"
 #include "topologies/load.h"
 #include "topologies/topology.h"
 
@@ -58,7 +58,7 @@ int TopologyCommand(const Args& args) {
     return 0;
   }
   if (vm.count("list")) {
-    for (const std::string& name : topo::ListPresets()) std::cout << name << "\n";
+    for (const std::string& name : topo::TopologyPresets().Names()) std::cout << name << "\n";
     return 0;
   }
   if (!vm.count("topology")) {
@@ -71,9 +71,9 @@ int TopologyCommand(const Args& args) {
   nlohmann::json root = {{"topology", topo::ExpandTopologyConfig(name, "topology")}};
   if (vm.count("set")) {
     for (const std::string& assignment : vm["set"].as<std::vector<std::string>>()) {
-      topo::ApplyOverride(root, assignment);
+      ApplyOverride(root, assignment);
       if (root.size() != 1) {
-        throw topo::ConfigError("--set " + assignment +
+        throw ConfigError("--set " + assignment +
                                 ": paths start with \"topology.\", e.g. topology.dims[0]=8");
       }
     }
@@ -81,21 +81,21 @@ int TopologyCommand(const Args& args) {
   std::unique_ptr<topo::Topology> topology;
   try {
     topology = topo::LoadTopology(root["topology"], "topology");
-  } catch (const topo::ConfigError& e) {
-    if (!topo::IsTopologyFilePath(name)) throw;
-    throw topo::ConfigError(name + ": " + e.what());  // name the file whose value is bad
+  } catch (const ConfigError& e) {
+    if (!PresetSet::IsFilePath(name)) throw;
+    throw e.InFile(name);  // name the file whose value is bad
   }
 
   std::vector<int64_t> route;
   if (vm.count("route")) {
     route = vm["route"].as<std::vector<int64_t>>();
     if (route.size() != 2) {
-      throw topo::ConfigError("--route: expected two core ids SRC DST, got " +
+      throw ConfigError("--route: expected two core ids SRC DST, got " +
                               std::to_string(route.size()) + " values");
     }
     for (int64_t core : route) {
       if (core < 0 || core >= topology->num_cores()) {
-        throw topo::ConfigError("--route: core " + std::to_string(core) +
+        throw ConfigError("--route: core " + std::to_string(core) +
                                 " does not exist (topology " + topology->name() + " has " +
                                 std::to_string(topology->num_cores()) + " cores)");
       }

@@ -3,26 +3,25 @@
 #include <cctype>
 #include <cmath>
 
-#include "ir/error.h"
+#include "base/config.h"
+#include "base/error.h"
 #include "sim/collectives/algorithms.h"
-#include "sim/collectives/analytic.h"
-#include "topologies/json_reader.h"
+#include "sim/collectives/closed_form.h"
 #include "topologies/load.h"
 
 namespace podsim::experiments {
 
-using topo::Limit;
 
 CollectiveRunConfig CollectiveRunConfig::FromJson(const nlohmann::json& json,
                                                   const std::string& path) {
-  topo::JsonReader r(json, path);
+  JsonReader r(json, path);
   CollectiveRunConfig c;
   c.topology = topo::ExpandTopologyConfig(r.Value("topology"), r.PathOf("topology"));
   c.kind = sim::ParseCollectiveKind(r.String("op"), r.PathOf("op"));
   if (r.Has("bytes")) {
     const nlohmann::json& b = r.Value("bytes");
     c.bytes = b.is_string() ? ParseBytes(b.get<std::string>(), r.PathOf("bytes"))
-                            : topo::AsInt(b, r.PathOf("bytes"), Limit::Positive());
+                            : AsInt(b, r.PathOf("bytes"), Limit::Positive());
   }
   c.dtype_bytes = r.Int("dtype_bytes", c.dtype_bytes, Limit::Between(1, 8));
   c.algorithm = r.String("algorithm", c.algorithm);
@@ -36,25 +35,25 @@ CollectiveRunConfig CollectiveRunConfig::FromJson(const nlohmann::json& json,
   c.partitions = r.Int("partitions", c.partitions, Limit::NonNegative());
   if (r.Has("replica_groups")) {
     const std::string p = r.PathOf("replica_groups");
-    const nlohmann::json& groups = topo::AsArray(r.Value("replica_groups"), p);
+    const nlohmann::json& groups = AsArray(r.Value("replica_groups"), p);
     for (size_t g = 0; g < groups.size(); ++g) {
-      const std::string gp = topo::IndexPath(p, g);
+      const std::string gp = IndexPath(p, g);
       std::vector<int64_t> group;
-      for (size_t k = 0; k < topo::AsArray(groups[g], gp).size(); ++k) {
-        group.push_back(topo::AsInt(groups[g][k], topo::IndexPath(gp, k), Limit::NonNegative()));
+      for (size_t k = 0; k < AsArray(groups[g], gp).size(); ++k) {
+        group.push_back(AsInt(groups[g][k], IndexPath(gp, k), Limit::NonNegative()));
       }
       c.replica_groups.push_back(group);
     }
   }
   if (r.Has("source_target_pairs")) {
     const std::string p = r.PathOf("source_target_pairs");
-    const nlohmann::json& pairs = topo::AsArray(r.Value("source_target_pairs"), p);
+    const nlohmann::json& pairs = AsArray(r.Value("source_target_pairs"), p);
     for (size_t k = 0; k < pairs.size(); ++k) {
-      const std::string pp = topo::IndexPath(p, k);
-      if (topo::AsArray(pairs[k], pp).size() != 2) topo::FailAt(pp, "must be [source, target]");
+      const std::string pp = IndexPath(p, k);
+      if (AsArray(pairs[k], pp).size() != 2) FailAt(pp, "must be [source, target]");
       c.source_target_pairs.emplace_back(
-          topo::AsInt(pairs[k][0], topo::IndexPath(pp, 0), Limit::NonNegative()),
-          topo::AsInt(pairs[k][1], topo::IndexPath(pp, 1), Limit::NonNegative()));
+          AsInt(pairs[k][0], IndexPath(pp, 0), Limit::NonNegative()),
+          AsInt(pairs[k][1], IndexPath(pp, 1), Limit::NonNegative()));
     }
   }
   if (c.bytes % c.dtype_bytes != 0) {
@@ -79,37 +78,6 @@ nlohmann::json CollectiveRunConfig::ToJson() const {
   if (!replica_groups.empty()) j["replica_groups"] = replica_groups;
   if (!source_target_pairs.empty()) j["source_target_pairs"] = source_target_pairs;
   return j;
-}
-
-int64_t ParseBytes(const std::string& text, const std::string& what) {
-  size_t pos = 0;
-  while (pos < text.size() && (std::isdigit(static_cast<unsigned char>(text[pos])) ||
-                               text[pos] == '.' || text[pos] == 'e' || text[pos] == 'E')) {
-    ++pos;
-  }
-  std::string number = text.substr(0, pos), unit = text.substr(pos);
-  double scale = 0;
-  if (unit.empty() || unit == "B") scale = 1;
-  else if (unit == "KiB") scale = 1024.0;
-  else if (unit == "MiB") scale = 1024.0 * 1024;
-  else if (unit == "GiB") scale = 1024.0 * 1024 * 1024;
-  else if (unit == "KB" || unit == "kB") scale = 1e3;
-  else if (unit == "MB") scale = 1e6;
-  else if (unit == "GB") scale = 1e9;
-  double v = 0;
-  try {
-    size_t used = 0;
-    v = std::stod(number, &used);
-    if (used != number.size()) scale = 0;
-  } catch (const std::exception&) {
-    scale = 0;
-  }
-  double bytes = v * scale;
-  if (scale == 0 || !(bytes >= 1) || bytes > 1e15 || bytes != std::floor(bytes)) {
-    throw Error(what + ": '" + text +
-                "' is not a whole positive byte count (e.g. 8MiB, 32MB, 4096)");
-  }
-  return static_cast<int64_t>(bytes);
 }
 
 double BusFactor(sim::CollectiveKind kind, int64_t n) {
@@ -157,7 +125,7 @@ CollectiveRunResult RunCollective(const CollectiveRunConfig& config,
   std::unique_ptr<sim::NetworkModel> network =
       sim::MakeNetworkModel(config.network, *topology, config.network_options);
   sim::TimingOptions timing;
-  timing.fixed_overhead = sim::Time::FromMicros(config.overhead_us);
+  timing.fixed_overhead = Time::FromMicros(config.overhead_us);
   out.timing = sim::RunTiming(out.schedule, *topology, *network, timing);
   out.time_us = out.timing.total.micros();
   const double seconds = out.timing.total.seconds();

@@ -24,7 +24,7 @@
 
 #include "sim/collectives/collective.h"
 #include "sim/collectives/timing.h"
-#include "sim/network_factory.h"
+#include "sim/network/network_factory.h"
 #include "topologies/topology.h"
 
 namespace podsim::experiments {
@@ -63,9 +63,6 @@ struct CollectiveRunResult {
 // Builds the topology from config.topology and runs. `topology_out`, if given, receives it.
 CollectiveRunResult RunCollective(const CollectiveRunConfig& config,
                                   std::unique_ptr<topo::Topology>* topology_out = nullptr);
-
-// Parses sizes like "8MiB", "32MB", "4096", "1.5GiB", "8e6"; throws podsim::Error naming `what`.
-int64_t ParseBytes(const std::string& text, const std::string& what);
 
 // Bus-bandwidth factor (the nccl-tests convention): all-reduce 2(n-1)/n, all-gather and
 // reduce-scatter and all-to-all (n-1)/n, collective-permute 1.

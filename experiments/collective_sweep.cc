@@ -19,11 +19,14 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/config.h"
+#include "base/csv.h"
+#include "base/error.h"
+#include "base/io.h"
+#include "base/resources.h"
 #include "experiments/collective_run.h"
-#include "experiments/output.h"
 #include "experiments/runners.h"
-#include "ir/error.h"
-#include "topologies/json_reader.h"
+#include "report/plot.h"
 #include "topologies/load.h"
 
 namespace podsim::experiments {
@@ -38,26 +41,26 @@ struct Slice {
 // Paper points: (collective name, payload bytes, partitions) -> microseconds.
 using PaperPoints = std::map<std::tuple<std::string, int64_t, int64_t>, double>;
 
-PaperPoints ReadPaperPoints(topo::JsonReader& r) {
+PaperPoints ReadPaperPoints(JsonReader& r) {
   PaperPoints points;
   if (!r.Has("reference")) return points;
-  topo::JsonReader ref = r.Object("reference");
-  const std::string file = SourceDir() + "/" + ref.String("file");
+  JsonReader ref = r.Object("reference");
+  const std::string file = FindDataFile(ref.String("file"));
   const std::string figure = ref.String("figure");
   const nlohmann::json& series = ref.Value("series");
   ref.Finish();
-  nlohmann::json data = topo::ReadJsonFile(file);
-  if (!data.contains(figure)) topo::FailAt(ref.PathOf("figure"), "'" + figure + "' not in " + file);
+  nlohmann::json data = ReadJsonFile(file);
+  if (!data.contains(figure)) FailAt(ref.PathOf("figure"), "'" + figure + "' not in " + file);
   const nlohmann::json& fig = data[figure];
   const nlohmann::json& parts = fig.at("partitions");
   // series: {"alltoall_8MB": {"collective": "all-to-all", "payload_bytes": 8388608}, ...}
   for (auto it = series.begin(); it != series.end(); ++it) {
     const std::string path = ref.PathOf("series") + "." + it.key();
-    if (!fig.contains(it.key())) topo::FailAt(path, "no such series in " + file);
-    topo::JsonReader s(it.value(), path);
+    if (!fig.contains(it.key())) FailAt(path, "no such series in " + file);
+    JsonReader s(it.value(), path);
     std::string collective = sim::CollectiveKindName(
         sim::ParseCollectiveKind(s.String("collective"), s.PathOf("collective")));
-    int64_t bytes = s.Int("payload_bytes", topo::Limit::Positive());
+    int64_t bytes = s.Int("payload_bytes", Limit::Positive());
     s.Finish();
     const nlohmann::json& values = fig[it.key()];
     for (size_t k = 0; k < parts.size() && k < values.size(); ++k) {
@@ -99,37 +102,37 @@ std::string PlotScript(const std::vector<std::pair<std::string, bool>>& series_f
 }  // namespace
 
 void RunCollectiveSweep(const ExperimentContext& ctx) {
-  topo::JsonReader r(ctx.config, "");
+  JsonReader r(ctx.config, "");
   r.String("experiment");
   const std::string name = r.String("name", "collective_sweep");
   std::vector<std::string> collectives;
   {
     const std::string p = r.PathOf("collectives");
-    const nlohmann::json& arr = topo::AsArray(r.Value("collectives"), p);
+    const nlohmann::json& arr = AsArray(r.Value("collectives"), p);
     for (size_t k = 0; k < arr.size(); ++k) {
       collectives.push_back(sim::CollectiveKindName(
-          sim::ParseCollectiveKind(topo::AsString(arr[k], topo::IndexPath(p, k)),
-                                   topo::IndexPath(p, k))));
+          sim::ParseCollectiveKind(AsString(arr[k], IndexPath(p, k)),
+                                   IndexPath(p, k))));
     }
   }
   std::vector<int64_t> payloads;
   {
     const std::string p = r.PathOf("payloads");
-    const nlohmann::json& arr = topo::AsArray(r.Value("payloads"), p);
+    const nlohmann::json& arr = AsArray(r.Value("payloads"), p);
     for (size_t k = 0; k < arr.size(); ++k) {
-      const std::string kp = topo::IndexPath(p, k);
+      const std::string kp = IndexPath(p, k);
       payloads.push_back(arr[k].is_string() ? ParseBytes(arr[k].get<std::string>(), kp)
-                                            : topo::AsInt(arr[k], kp, topo::Limit::Positive()));
+                                            : AsInt(arr[k], kp, Limit::Positive()));
     }
   }
   std::vector<Slice> slices;
   {
     const std::string p = r.PathOf("slices");
-    const nlohmann::json& arr = topo::AsArray(r.Value("slices"), p);
+    const nlohmann::json& arr = AsArray(r.Value("slices"), p);
     for (size_t k = 0; k < arr.size(); ++k) {
-      topo::JsonReader s(arr[k], topo::IndexPath(p, k));
+      JsonReader s(arr[k], IndexPath(p, k));
       Slice slice;
-      slice.partitions = s.Int("partitions", topo::Limit::AtLeast(1));
+      slice.partitions = s.Int("partitions", Limit::AtLeast(1));
       slice.topology = s.String("topology");
       s.Finish();
       slices.push_back(slice);
@@ -145,7 +148,7 @@ void RunCollectiveSweep(const ExperimentContext& ctx) {
   nlohmann::json points = nlohmann::json::array();
   // Per series (collective, payload): rows "partitions,time_us,paper_us" for the plot.
   std::map<std::string, CsvTable> series;
-  Progress progress(name, static_cast<int64_t>(collectives.size() * payloads.size() * slices.size()));
+  report::Progress progress(name, static_cast<int64_t>(collectives.size() * payloads.size() * slices.size()));
   for (const std::string& collective : collectives) {
     for (int64_t bytes : payloads) {
       for (size_t k = 0; k < slices.size(); ++k) {
@@ -163,11 +166,11 @@ void RunCollectiveSweep(const ExperimentContext& ctx) {
         auto it = paper.find({collective, bytes, slice.partitions});
         const double paper_us = it == paper.end() ? std::nan("") : it->second;
         table.AddRow({collective, std::to_string(bytes), std::to_string(slice.partitions),
-                      result.topology_name, FormatCell(result.time_us), FormatCell(paper_us)});
+                      result.topology_name, CsvNumber(result.time_us), CsvNumber(paper_us)});
         const std::string key = collective + "_" + std::to_string(bytes >> 20) + "MiB";
         series.try_emplace(key, std::vector<std::string>{"partitions", "time_us", "paper_us"});
-        series.at(key).AddRow({std::to_string(slice.partitions), FormatCell(result.time_us),
-                               FormatCell(paper_us)});
+        series.at(key).AddRow({std::to_string(slice.partitions), CsvNumber(result.time_us),
+                               CsvNumber(paper_us)});
         nlohmann::json p = {{"collective", collective},
                             {"payload_bytes", bytes},
                             {"partitions", slice.partitions},
@@ -186,7 +189,7 @@ void RunCollectiveSweep(const ExperimentContext& ctx) {
       }
     }
   }
-  WriteText(ctx.out_dir + "/results.csv", table.ToString());
+  WriteFileAtomic(ctx.out_dir + "/results.csv", table.ToString());
   WriteJsonFile(ctx.out_dir + "/results.json",
                 {{"experiment", "collective_sweep"}, {"name", name}, {"config", ctx.config},
                  {"points", points}});
@@ -195,9 +198,9 @@ void RunCollectiveSweep(const ExperimentContext& ctx) {
     bool has_paper = false;
     for (const auto& row : t.rows()) has_paper |= !row[2].empty();
     files.emplace_back("series_" + key + ".csv", has_paper);
-    WriteText(ctx.out_dir + "/" + files.back().first, t.ToString());
+    WriteFileAtomic(ctx.out_dir + "/" + files.back().first, t.ToString());
   }
-  RenderPlot(ctx.out_dir, "plot", PlotScript(files));
+  report::RenderPlot(ctx.out_dir, "plot", PlotScript(files));
 }
 
 }  // namespace podsim::experiments

@@ -3,9 +3,11 @@
 #include <functional>
 #include <map>
 
-#include "experiments/output.h"
+#include "base/config.h"
+#include "base/csv.h"
+#include "base/io.h"
 #include "experiments/runners.h"
-#include "topologies/json_reader.h"
+#include "report/plot.h"
 
 namespace podsim::experiments {
 
@@ -29,7 +31,6 @@ const std::map<std::string, Runner>& Runners() {
 
 }  // namespace
 
-std::string SourceDir() { return PODSIM_SOURCE_DIR; }
 
 std::vector<std::string> ExperimentKinds() {
   std::vector<std::string> kinds;
@@ -39,15 +40,15 @@ std::vector<std::string> ExperimentKinds() {
 
 void RunExperimentFile(const std::string& config_path, const RunOptions& options) {
   ExperimentContext ctx;
-  ctx.config = topo::ReadJsonFile(config_path);
-  for (const std::string& o : options.overrides) topo::ApplyOverride(ctx.config, o);
+  ctx.config = ReadJsonFile(config_path);
+  for (const std::string& o : options.overrides) ApplyOverride(ctx.config, o);
   ctx.config_path = config_path;
   ctx.out_dir = options.out_dir;
   if (!ctx.config.is_object() || !ctx.config.contains("experiment")) {
-    topo::FailAt(config_path, "missing key \"experiment\"");
+    FailAt(config_path, "missing key \"experiment\"");
   }
   std::vector<std::string> kinds = ExperimentKinds();
-  std::string kind = topo::AsChoice(ctx.config["experiment"], "experiment", kinds);
+  std::string kind = AsChoice(ctx.config["experiment"], "experiment", kinds);
   MakeDirectories(ctx.out_dir);
   Runners().at(kind)(ctx);
 }

@@ -16,7 +16,7 @@ struct RunOptions {
 };
 
 // Reads the config file, applies the overrides, runs the named experiment. Throws
-// podsim::Error / topo::ConfigError naming the file and JSON path at fault.
+// podsim::Error / ConfigError naming the file and JSON path at fault.
 void RunExperimentFile(const std::string& config_path, const RunOptions& options);
 
 // Names of the experiment kinds `"experiment"` may take.

@@ -21,6 +21,8 @@
 // AllToAll share and the collectives), bars.csv and plot.{png,svg} (stacked bars per category:
 // roofline and modelled per size, the paper's roofline and measured beside them).
 
+#include "base/csv.h"
+#include "base/io.h"
 #include "experiments/moe_breakdown.h"
 
 #include <algorithm>
@@ -30,12 +32,13 @@
 #include <set>
 #include <sstream>
 
+#include "base/config.h"
+#include "base/error.h"
+#include "base/resources.h"
 #include "experiments/runners.h"
-#include "ir/error.h"
 #include "models/scopes.h"
-#include "partitioner/spmd_partitioner.h"
-#include "sim/program_runner.h"
-#include "topologies/json_reader.h"
+#include "pipeline/simulate.h"
+#include "report/run_report.h"
 #include "topologies/load.h"
 
 namespace podsim::experiments {
@@ -55,14 +58,14 @@ struct ModelOverrides {
 
   models::MoeLayerConfig Apply(int64_t experts) const {
     models::MoeLayerConfig m = models::PaperMoeConfig(experts);
-    topo::JsonReader r(json, "model");
-    m.tokens_per_group = r.Int("tokens_per_group", m.tokens_per_group, topo::Limit::AtLeast(1));
-    m.d_model = r.Int("d_model", m.d_model, topo::Limit::AtLeast(1));
-    m.d_ff = r.Int("d_ff", m.d_ff, topo::Limit::AtLeast(1));
-    m.num_heads = r.Int("num_heads", m.num_heads, topo::Limit::AtLeast(1));
-    m.head_dim = r.Int("head_dim", m.head_dim, topo::Limit::AtLeast(1));
-    m.seq_len = r.Int("seq_len", m.seq_len, topo::Limit::AtLeast(1));
-    m.capacity = r.Int("capacity", m.capacity, topo::Limit::NonNegative());
+    JsonReader r(json, "model");
+    m.tokens_per_group = r.Int("tokens_per_group", m.tokens_per_group, Limit::AtLeast(1));
+    m.d_model = r.Int("d_model", m.d_model, Limit::AtLeast(1));
+    m.d_ff = r.Int("d_ff", m.d_ff, Limit::AtLeast(1));
+    m.num_heads = r.Int("num_heads", m.num_heads, Limit::AtLeast(1));
+    m.head_dim = r.Int("head_dim", m.head_dim, Limit::AtLeast(1));
+    m.seq_len = r.Int("seq_len", m.seq_len, Limit::AtLeast(1));
+    m.capacity = r.Int("capacity", m.capacity, Limit::NonNegative());
     m.moe_layer_attention = r.Bool("moe_layer_attention", m.moe_layer_attention);
     if (r.Has("dtype")) {
       const std::string d = r.Choice("dtype", {"f32", "bf16"});
@@ -107,21 +110,21 @@ struct MoeBreakdownConfig {
 
   static MoeBreakdownConfig FromJson(const nlohmann::json& j) {
     MoeBreakdownConfig c;
-    topo::JsonReader r(j, "");
+    JsonReader r(j, "");
     r.String("experiment");
     c.name = r.String("name", c.name);
     if (r.Has("points")) {
       const nlohmann::json& ps = r.Value("points");
-      if (!ps.is_array() || ps.empty()) topo::FailAt(r.PathOf("points"), "must be a non-empty array");
+      if (!ps.is_array() || ps.empty()) FailAt(r.PathOf("points"), "must be a non-empty array");
       c.points.clear();
       for (size_t k = 0; k < ps.size(); ++k) {
-        topo::JsonReader p(ps[k], topo::IndexPath(r.PathOf("points"), k));
+        JsonReader p(ps[k], IndexPath(r.PathOf("points"), k));
         Point pt;
-        pt.experts = p.Int("experts", topo::Limit::AtLeast(2));
+        pt.experts = p.Int("experts", Limit::AtLeast(2));
         pt.topology = p.String("topology");
         p.Finish();
         if (!c.points.empty() && pt.experts <= c.points.back().experts) {
-          topo::FailAt(topo::IndexPath(r.PathOf("points"), k) + ".experts", "must be ascending");
+          FailAt(IndexPath(r.PathOf("points"), k) + ".experts", "must be ascending");
         }
         c.points.push_back(pt);
       }
@@ -129,7 +132,7 @@ struct MoeBreakdownConfig {
     if (r.Has("topology_overrides")) {
       c.topology_overrides = r.Value("topology_overrides");
       if (!c.topology_overrides.is_object()) {
-        topo::FailAt(r.PathOf("topology_overrides"), "must be an object");
+        FailAt(r.PathOf("topology_overrides"), "must be an object");
       }
     }
     if (r.Has("sim")) {
@@ -140,24 +143,24 @@ struct MoeBreakdownConfig {
       c.model.json = r.Value("model");
       c.model.Apply(c.points.front().experts);  // errors now
     }
-    c.baseline_experts = r.Int("baseline_experts", c.points.front().experts, topo::Limit::AtLeast(2));
+    c.baseline_experts = r.Int("baseline_experts", c.points.front().experts, Limit::AtLeast(2));
     if (std::none_of(c.points.begin(), c.points.end(),
                      [&](const Point& p) { return p.experts == c.baseline_experts; })) {
-      topo::FailAt(r.PathOf("baseline_experts"), "must be one of the points' experts");
+      FailAt(r.PathOf("baseline_experts"), "must be one of the points' experts");
     }
     c.details = r.Bool("details", c.details);
     if (r.Has("reference")) {
-      topo::JsonReader ref = r.Object("reference");
+      JsonReader ref = r.Object("reference");
       Reference rf;
       rf.file = ref.String("file");
       rf.figure = ref.String("figure");
-      rf.experts = ref.Int("experts", rf.experts, topo::Limit::AtLeast(2));
+      rf.experts = ref.Int("experts", rf.experts, Limit::AtLeast(2));
       if (ref.Has("category_map")) {
         const nlohmann::json& m = ref.Value("category_map");
-        if (!m.is_object()) topo::FailAt(ref.PathOf("category_map"), "must be an object");
+        if (!m.is_object()) FailAt(ref.PathOf("category_map"), "must be an object");
         for (auto it = m.begin(); it != m.end(); ++it) {
           rf.category_map[it.key()] =
-              topo::AsString(it.value(), ref.PathOf("category_map") + "." + it.key());
+              AsString(it.value(), ref.PathOf("category_map") + "." + it.key());
         }
       }
       ref.Finish();
@@ -190,7 +193,7 @@ CsvTable BarsTable(const std::vector<std::vector<BreakdownRow>>& per_point,
     std::vector<std::string> row = {label};
     for (std::string_view s : models::kFigure8Scopes) {
       auto it = values.find(std::string(s));
-      row.push_back(FormatCell(it == values.end() ? 0.0 : it->second));
+      row.push_back(CsvNumber(it == values.end() ? 0.0 : it->second));
     }
     row.push_back("0");
     bars.AddRow(row);
@@ -221,8 +224,8 @@ CsvTable BarsTable(const std::vector<std::vector<BreakdownRow>>& per_point,
     }
     for (bool roofline : {true, false}) {
       std::vector<std::string> row = {e + (roofline ? " roofline" : " modelled")};
-      for (std::string_view s : models::kFigure8Scopes) row.push_back(FormatCell(find(std::string(s), roofline)));
-      row.push_back(FormatCell(other_of(roofline)));
+      for (std::string_view s : models::kFigure8Scopes) row.push_back(CsvNumber(find(std::string(s), roofline)));
+      row.push_back(CsvNumber(other_of(roofline)));
       bars.AddRow(row);
     }
   }
@@ -253,14 +256,14 @@ std::string PlotScript(const std::string& name) {
 PaperBars ReadPaperBars(const std::string& file, const std::string& figure, int64_t experts,
                         const std::map<std::string, std::string>& category_map,
                         const std::string& path) {
-  const nlohmann::json data = topo::ReadJsonFile(file);
-  if (!data.contains(figure)) topo::FailAt(path + ".figure", "'" + figure + "' not in " + file);
+  const nlohmann::json data = ReadJsonFile(file);
+  if (!data.contains(figure)) FailAt(path + ".figure", "'" + figure + "' not in " + file);
   const nlohmann::json& fig = data[figure];
   PaperBars bars;
   bars.experts = experts;
   for (const char* series : {"roofline", "measured"}) {
     if (!fig.contains(series) || !fig[series].is_object()) {
-      topo::FailAt(path + ".figure", "'" + figure + "' in " + file + " has no object \"" + series + "\"");
+      FailAt(path + ".figure", "'" + figure + "' in " + file + " has no object \"" + series + "\"");
     }
     std::map<std::string, double>& out =
         std::string(series) == "roofline" ? bars.roofline : bars.measured;
@@ -270,16 +273,6 @@ PaperBars ReadPaperBars(const std::string& file, const std::string& figure, int6
     }
   }
   return bars;
-}
-
-sim::RunResult SimulateMoeLayerPair(const models::MoeLayerConfig& model,
-                                    const topo::Topology& topology, sim::SimOptions options) {
-  if (options.num_partitions == 0) options.num_partitions = topology.num_cores();
-  std::unique_ptr<ir::Module> m = models::BuildMoeLayerPair(model);
-  const partitioner::PartitionResult p =
-      partitioner::PropagateAndPartition(*m, options.num_partitions);
-  options.Validate("sim");
-  return sim::Simulate(*p.module, topology, options);
 }
 
 std::vector<BreakdownRow> BreakdownRows(int64_t experts, const sim::RunResult& result,
@@ -322,9 +315,9 @@ std::vector<BreakdownRow> BreakdownRows(int64_t experts, const sim::RunResult& r
 CsvTable BreakdownTable(const std::vector<BreakdownRow>& rows) {
   CsvTable table(kBreakdownColumns);
   for (const BreakdownRow& r : rows) {
-    table.AddRow({std::to_string(r.experts), r.category, FormatCell(r.roofline_us),
-                  FormatCell(r.modelled_us), FormatCell(r.paper_roofline_us),
-                  FormatCell(r.paper_measured_us)});
+    table.AddRow({std::to_string(r.experts), r.category, CsvNumber(r.roofline_us),
+                  CsvNumber(r.modelled_us), CsvNumber(r.paper_roofline_us),
+                  CsvNumber(r.paper_measured_us)});
   }
   return table;
 }
@@ -333,7 +326,7 @@ void RunMoeLayerBreakdown(const ExperimentContext& ctx) {
   const MoeBreakdownConfig c = MoeBreakdownConfig::FromJson(ctx.config);
   std::optional<PaperBars> paper;
   if (c.reference) {
-    paper = ReadPaperBars(SourceDir() + "/" + c.reference->file, c.reference->figure,
+    paper = ReadPaperBars(FindDataFile(c.reference->file), c.reference->figure,
                           c.reference->experts, c.reference->category_map, "reference");
   }
   const sim::SimOptions base = sim::SimOptions::FromJson(c.sim, "sim");
@@ -341,7 +334,7 @@ void RunMoeLayerBreakdown(const ExperimentContext& ctx) {
   std::vector<std::vector<BreakdownRow>> per_point;
   nlohmann::json points = nlohmann::json::array();
   nlohmann::json resolved_models = nlohmann::json::array();
-  Progress progress(c.name, static_cast<int64_t>(c.points.size()));
+  report::Progress progress(c.name, static_cast<int64_t>(c.points.size()));
   for (const Point& pt : c.points) {
     const models::MoeLayerConfig model = c.model.Apply(pt.experts);
     nlohmann::json topology_json = topo::ExpandTopologyConfig(pt.topology, "points.topology");
@@ -349,13 +342,13 @@ void RunMoeLayerBreakdown(const ExperimentContext& ctx) {
     const std::unique_ptr<topo::Topology> topology =
         topo::LoadTopology(topology_json, "points.topology");
     if (pt.experts > topology->num_cores()) {
-      topo::FailAt("points", std::to_string(pt.experts) + " experts need as many cores; '" +
+      FailAt("points", std::to_string(pt.experts) + " experts need as many cores; '" +
                                  pt.topology + "' has " + std::to_string(topology->num_cores()));
     }
     sim::SimOptions options = base;
     options.num_partitions = pt.experts;
-    const sim::RunResult result = SimulateMoeLayerPair(model, *topology, options);
-    if (c.details) sim::WriteResults(result, ctx.out_dir + "/" + std::to_string(pt.experts) + "E");
+    const sim::RunResult result = pipeline::SimulateMoeLayerPair(model, *topology, options);
+    if (c.details) report::WriteResults(result, ctx.out_dir + "/" + std::to_string(pt.experts) + "E");
     std::vector<BreakdownRow> rows = BreakdownRows(pt.experts, result, paper);
     all_rows.insert(all_rows.end(), rows.begin(), rows.end());
     per_point.push_back(rows);
@@ -415,10 +408,10 @@ void RunMoeLayerBreakdown(const ExperimentContext& ctx) {
                     {"alltoall_share_measured",
                      paper->measured.count(kTotal) ? paper_a2a / paper->measured.at(kTotal) : kNaN}};
   }
-  WriteText(ctx.out_dir + "/results.csv", BreakdownTable(all_rows).ToString());
-  WriteText(ctx.out_dir + "/bars.csv", BarsTable(per_point, paper).ToString());
+  WriteFileAtomic(ctx.out_dir + "/results.csv", BreakdownTable(all_rows).ToString());
+  WriteFileAtomic(ctx.out_dir + "/bars.csv", BarsTable(per_point, paper).ToString());
   WriteJsonFile(ctx.out_dir + "/results.json", out);
-  RenderPlot(ctx.out_dir, "plot", PlotScript(c.name), 1200, 650);
+  report::RenderPlot(ctx.out_dir, "plot", PlotScript(c.name), 1200, 650);
 }
 
 }  // namespace podsim::experiments

@@ -12,10 +12,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "experiments/output.h"
+#include "base/csv.h"
+#include "base/io.h"
 #include "models/moe_transformer.h"
-#include "sim/program_options.h"
-#include "sim/results.h"
+#include "report/plot.h"
+#include "sim/program/run_result.h"
+#include "sim/program/sim_options.h"
 #include "topologies/topology.h"
 
 namespace podsim::experiments {
@@ -48,11 +50,6 @@ struct BreakdownRow {
   double paper_roofline_us = 0;
   double paper_measured_us = 0;
 };
-
-// Propagates and partitions the layer pair of `model` for options.num_partitions (0: every core
-// of the topology) partitions and simulates it in timing mode.
-sim::RunResult SimulateMoeLayerPair(const models::MoeLayerConfig& model,
-                                    const topo::Topology& topology, sim::SimOptions options);
 
 // The rows of one size: the seven Figure 8 categories in the figure's legend order (zero when
 // the run has none), then any other category of the run (e.g. ops without a scope) by name,

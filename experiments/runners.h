@@ -1,6 +1,6 @@
 #pragma once
 // The experiment runners `podsim run` dispatches to by the config's "experiment" key. Each
-// reads its own keys from ctx.config with topo::JsonReader (unknown keys are errors naming the
+// reads its own keys from ctx.config with JsonReader (unknown keys are errors naming the
 // JSON path), writes DIR/results.csv, DIR/results.json (embedding ctx.config as "config") and
 // its plots.
 
@@ -15,8 +15,5 @@ struct ExperimentContext {
   std::string config_path;  // for messages and for resolving relative paths
   std::string out_dir;      // exists
 };
-
-// Directory of the podsim source tree (reference data, presets).
-std::string SourceDir();
 
 }  // namespace podsim::experiments

@@ -24,15 +24,17 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "experiments/moe_stack.h"
-#include "experiments/output.h"
+#include "base/config.h"
+#include "base/csv.h"
+#include "base/error.h"
+#include "base/io.h"
 #include "experiments/runners.h"
-#include "ir/error.h"
 #include "ir/text.h"
+#include "models/moe_stack.h"
 #include "partitioner/mpmd.h"
 #include "partitioner/propagation.h"
 #include "partitioner/spmd_partitioner.h"
-#include "topologies/json_reader.h"
+#include "report/plot.h"
 
 namespace podsim::experiments {
 
@@ -53,28 +55,28 @@ struct SpmdVsMpmdConfig {
 
   static SpmdVsMpmdConfig FromJson(const nlohmann::json& j) {
     SpmdVsMpmdConfig c;
-    topo::JsonReader r(j, "");
+    JsonReader r(j, "");
     r.String("experiment");
     if (r.Has("_notes")) r.String("_notes");
     c.name = r.String("name", c.name);
-    if (r.Has("partitions")) c.partitions = r.IntArray("partitions", topo::Limit::AtLeast(1));
+    if (r.Has("partitions")) c.partitions = r.IntArray("partitions", Limit::AtLeast(1));
     for (size_t k = 1; k < c.partitions.size(); ++k) {
       if (c.partitions[k] <= c.partitions[k - 1]) {
-        topo::FailAt(topo::IndexPath(r.PathOf("partitions"), k), "must be ascending");
+        FailAt(IndexPath(r.PathOf("partitions"), k), "must be ascending");
       }
     }
-    c.layer_pairs = r.Int("layer_pairs", c.layer_pairs, topo::Limit::AtLeast(1));
-    c.repetitions = r.Int("repetitions", c.repetitions, topo::Limit::AtLeast(1));
+    c.layer_pairs = r.Int("layer_pairs", c.layer_pairs, Limit::AtLeast(1));
+    c.repetitions = r.Int("repetitions", c.repetitions, Limit::AtLeast(1));
     c.mpmd_time_budget_seconds =
-        r.Double("mpmd_time_budget_seconds", c.mpmd_time_budget_seconds, topo::Limit::Positive());
+        r.Double("mpmd_time_budget_seconds", c.mpmd_time_budget_seconds, Limit::Positive());
     if (r.Has("model")) {
-      topo::JsonReader m = r.Object("model");
-      c.tokens_per_group = m.Int("tokens_per_group", c.tokens_per_group, topo::Limit::AtLeast(1));
-      c.d_model = m.Int("d_model", c.d_model, topo::Limit::AtLeast(1));
-      c.d_ff = m.Int("d_ff", c.d_ff, topo::Limit::AtLeast(1));
-      c.num_heads = m.Int("num_heads", c.num_heads, topo::Limit::AtLeast(1));
-      c.head_dim = m.Int("head_dim", c.head_dim, topo::Limit::AtLeast(1));
-      c.seq_len = m.Int("seq_len", c.seq_len, topo::Limit::AtLeast(1));
+      JsonReader m = r.Object("model");
+      c.tokens_per_group = m.Int("tokens_per_group", c.tokens_per_group, Limit::AtLeast(1));
+      c.d_model = m.Int("d_model", c.d_model, Limit::AtLeast(1));
+      c.d_ff = m.Int("d_ff", c.d_ff, Limit::AtLeast(1));
+      c.num_heads = m.Int("num_heads", c.num_heads, Limit::AtLeast(1));
+      c.head_dim = m.Int("head_dim", c.head_dim, Limit::AtLeast(1));
+      c.seq_len = m.Int("seq_len", c.seq_len, Limit::AtLeast(1));
       m.Finish();
     }
     r.Finish();
@@ -193,16 +195,16 @@ void RunSpmdVsMpmd(const ExperimentContext& ctx) {
   CsvTable mpmd_series({"partitions", "instructions", "partition_seconds"});
   nlohmann::json points = nlohmann::json::array();
   nlohmann::json skipped = nlohmann::json::array();
-  Progress progress(c.name, static_cast<int64_t>(2 * c.partitions.size()));
+  report::Progress progress(c.name, static_cast<int64_t>(2 * c.partitions.size()));
   bool mpmd_stopped = false;
   int64_t last_mpmd_d = 0;
   double last_mpmd_seconds = 0;
   for (int64_t d : c.partitions) {
-    const std::unique_ptr<ir::Module> stack = BuildMoeStack(c.Model(d), c.layer_pairs);
+    const std::unique_ptr<ir::Module> stack = models::BuildMoeStack(c.Model(d), c.layer_pairs);
     Point s = RunSpmd(*stack, d, c.repetitions);
     table.AddRow(
-        {"spmd", std::to_string(d), std::to_string(s.instructions), FormatCell(s.seconds)});
-    spmd_series.AddRow({std::to_string(d), std::to_string(s.instructions), FormatCell(s.seconds)});
+        {"spmd", std::to_string(d), std::to_string(s.instructions), CsvNumber(s.seconds)});
+    spmd_series.AddRow({std::to_string(d), std::to_string(s.instructions), CsvNumber(s.seconds)});
     s.json.update({{"mode", "spmd"},
                    {"partitions", d},
                    {"instructions", s.instructions},
@@ -221,9 +223,9 @@ void RunSpmdVsMpmd(const ExperimentContext& ctx) {
       const double estimate = last_mpmd_seconds * ratio * ratio;
       if (estimate > c.mpmd_time_budget_seconds) {
         std::ostringstream why;
-        why << "estimated " << FormatCell(estimate) << " s (D^2 from "
-            << FormatCell(last_mpmd_seconds) << " s at D=" << last_mpmd_d
-            << ") exceeds the budget of " << FormatCell(c.mpmd_time_budget_seconds) << " s";
+        why << "estimated " << CsvNumber(estimate) << " s (D^2 from "
+            << CsvNumber(last_mpmd_seconds) << " s at D=" << last_mpmd_d
+            << ") exceeds the budget of " << CsvNumber(c.mpmd_time_budget_seconds) << " s";
         reason = why.str();
       }
     }
@@ -232,9 +234,9 @@ void RunSpmdVsMpmd(const ExperimentContext& ctx) {
       Point m = RunMpmd(*stack, d, c.repetitions, c.mpmd_time_budget_seconds, &complete);
       if (complete) {
         table.AddRow(
-            {"mpmd", std::to_string(d), std::to_string(m.instructions), FormatCell(m.seconds)});
+            {"mpmd", std::to_string(d), std::to_string(m.instructions), CsvNumber(m.seconds)});
         mpmd_series.AddRow(
-            {std::to_string(d), std::to_string(m.instructions), FormatCell(m.seconds)});
+            {std::to_string(d), std::to_string(m.instructions), CsvNumber(m.seconds)});
         m.json.update({{"mode", "mpmd"},
                        {"partitions", d},
                        {"instructions", m.instructions},
@@ -246,7 +248,7 @@ void RunSpmdVsMpmd(const ExperimentContext& ctx) {
         std::ostringstream why;
         why << "stopped after " << m.json["devices_done"].get<int64_t>() << " of " << d
             << " device programs (" << m.instructions << " instructions) at the budget of "
-            << FormatCell(c.mpmd_time_budget_seconds) << " s";
+            << CsvNumber(c.mpmd_time_budget_seconds) << " s";
         reason = why.str();
       }
     }
@@ -257,9 +259,9 @@ void RunSpmdVsMpmd(const ExperimentContext& ctx) {
     }
     progress.Step("mpmd D=" + std::to_string(d));
   }
-  WriteText(ctx.out_dir + "/results.csv", table.ToString());
-  WriteText(ctx.out_dir + "/series_spmd.csv", spmd_series.ToString());
-  WriteText(ctx.out_dir + "/series_mpmd.csv", mpmd_series.ToString());
+  WriteFileAtomic(ctx.out_dir + "/results.csv", table.ToString());
+  WriteFileAtomic(ctx.out_dir + "/series_spmd.csv", spmd_series.ToString());
+  WriteFileAtomic(ctx.out_dir + "/series_mpmd.csv", mpmd_series.ToString());
   WriteJsonFile(ctx.out_dir + "/results.json", {{"experiment", "spmd_vs_mpmd"},
                                                 {"name", c.name},
                                                 {"config", ctx.config},
@@ -268,9 +270,9 @@ void RunSpmdVsMpmd(const ExperimentContext& ctx) {
   std::string note;
   if (!skipped.empty()) {
     note = "(MPMD not run from D=" + std::to_string(skipped[0]["partitions"].get<int64_t>()) +
-           ": over its time budget of " + FormatCell(c.mpmd_time_budget_seconds) + " s)";
+           ": over its time budget of " + CsvNumber(c.mpmd_time_budget_seconds) + " s)";
   }
-  RenderPlot(ctx.out_dir, "plot", PlotScript(note), 1400, 600);
+  report::RenderPlot(ctx.out_dir, "plot", PlotScript(note), 1400, 600);
 }
 
 }  // namespace podsim::experiments

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "ir/error.h"
+#include "base/error.h"
 #include "ir/shape_inference.h"
 
 namespace podsim::ir {

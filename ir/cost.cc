@@ -18,7 +18,7 @@
 #include <functional>
 #include <unordered_map>
 
-#include "ir/error.h"
+#include "base/error.h"
 
 namespace podsim::ir {
 

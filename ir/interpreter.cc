@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "ir/error.h"
+#include "base/error.h"
 #include "ir/interpreter_internal.h"
 
 namespace podsim::ir {

@@ -63,12 +63,4 @@ double RoundToDType(double v, DType t) {
   return v;
 }
 
-std::string FormatNumber(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof(buf), v);
-  return std::string(buf, res.ptr);
-}
-
 }  // namespace podsim::ir

@@ -32,7 +32,4 @@ struct Literal {
 // truncation toward zero for s32 with saturation, v != 0 for pred).
 double RoundToDType(double v, DType t);
 
-// Shortest decimal text that reads back as exactly v ("1", "0.1", "-inf", "nan").
-std::string FormatNumber(double v);
-
 }  // namespace podsim::ir

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "ir/error.h"
+#include "base/error.h"
 
 namespace podsim::ir {
 

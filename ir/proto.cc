@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "ir/error.h"
+#include "base/error.h"
 #include "ir/ir.pb.h"
 #include "ir/verifier.h"
 

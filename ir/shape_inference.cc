@@ -5,7 +5,7 @@
 #include <set>
 #include <sstream>
 
-#include "ir/error.h"
+#include "base/error.h"
 #include "ir/module.h"
 
 namespace podsim::ir {

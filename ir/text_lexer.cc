@@ -3,7 +3,7 @@
 #include <charconv>
 #include <system_error>
 
-#include "ir/error.h"
+#include "base/error.h"
 #include "ir/text_numbers.h"
 
 namespace podsim::ir::text_internal {

@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ir/error.h"
+#include "base/error.h"
 #include "ir/shape_inference.h"
 #include "ir/text.h"
 #include "ir/text_attributes.h"

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "ir/error.h"
+#include "base/error.h"
 #include "ir/verifier.h"
 #include "models/naming.h"
 #include "models/scopes.h"

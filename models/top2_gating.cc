@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "ir/error.h"
+#include "base/error.h"
 #include "models/naming.h"
 #include "models/scopes.h"
 

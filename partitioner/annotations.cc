@@ -4,7 +4,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "ir/error.h"
+#include "base/error.h"
 
 namespace podsim::partitioner {
 

@@ -6,7 +6,7 @@
 #include <sstream>
 #include <unordered_set>
 
-#include "ir/error.h"
+#include "base/error.h"
 #include "ir/interpreter.h"
 #include "partitioner/tile_layout.h"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "ir/error.h"
+#include "base/error.h"
 
 namespace podsim::partitioner {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <utility>
 
-#include "ir/error.h"
+#include "base/error.h"
 #include "partitioner/spmd_visitor.h"
 
 namespace podsim::partitioner {

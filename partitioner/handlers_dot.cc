@@ -25,7 +25,7 @@
 #include <optional>
 #include <utility>
 
-#include "ir/error.h"
+#include "base/error.h"
 #include "partitioner/spmd_visitor.h"
 
 namespace podsim::partitioner {

@@ -5,7 +5,7 @@
 
 #include <utility>
 
-#include "ir/error.h"
+#include "base/error.h"
 #include "partitioner/spmd_visitor.h"
 
 namespace podsim::partitioner {

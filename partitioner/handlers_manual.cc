@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "ir/error.h"
+#include "base/error.h"
 #include "partitioner/spmd_visitor.h"
 
 namespace podsim::partitioner {

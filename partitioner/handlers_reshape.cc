@@ -15,7 +15,7 @@
 #include <optional>
 #include <utility>
 
-#include "ir/error.h"
+#include "base/error.h"
 #include "partitioner/halo.h"
 #include "partitioner/spmd_visitor.h"
 

@@ -27,7 +27,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "ir/error.h"
+#include "base/error.h"
 #include "partitioner/spmd_visitor.h"
 
 namespace podsim::partitioner {

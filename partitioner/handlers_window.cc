@@ -18,7 +18,7 @@
 #include <string>
 #include <utility>
 
-#include "ir/error.h"
+#include "base/error.h"
 #include "partitioner/halo.h"
 #include "partitioner/spmd_visitor.h"
 

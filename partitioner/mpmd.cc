@@ -7,8 +7,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "base/error.h"
 #include "ir/builder.h"
-#include "ir/error.h"
 #include "ir/literal.h"
 
 namespace podsim::partitioner {

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "ir/error.h"
+#include "base/error.h"
 #include "partitioner/annotations.h"
 #include "partitioner/propagation_rules.h"
 #include "partitioner/sharding_transforms.h"

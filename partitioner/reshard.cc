@@ -4,7 +4,7 @@
 #include <optional>
 #include <utility>
 
-#include "ir/error.h"
+#include "base/error.h"
 
 namespace podsim::partitioner {
 

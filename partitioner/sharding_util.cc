@@ -4,7 +4,7 @@
 #include <cctype>
 #include <sstream>
 
-#include "ir/error.h"
+#include "base/error.h"
 
 namespace podsim::partitioner {
 

@@ -5,7 +5,7 @@
 
 #include <utility>
 
-#include "ir/error.h"
+#include "base/error.h"
 #include "ir/verifier.h"
 #include "partitioner/propagation.h"
 #include "partitioner/spmd_visitor.h"

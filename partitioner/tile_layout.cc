@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "ir/error.h"
+#include "base/error.h"
 #include "partitioner/sharding_util.h"
 
 namespace podsim::partitioner {

@@ -6,7 +6,8 @@
 #include <numeric>
 #include <utility>
 
-#include "topologies/json_reader.h"
+#include "base/config.h"
+#include "base/format.h"
 
 namespace podsim::topo {
 namespace {
@@ -29,7 +30,7 @@ TieBreak ParseTieBreak(const std::string& s) {
 
 void CheckPositive(double v, const std::string& path) {
   if (!(v > 0) || !std::isfinite(v)) {
-    FailAt(path, "must be > 0, got " + FormatNumber(v));
+    FailAt(path, "must be > 0, got " + FormatG(v));
   }
 }
 

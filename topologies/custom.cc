@@ -4,8 +4,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "base/config.h"
 #include "topologies/describe.h"
-#include "topologies/json_reader.h"
 #include "topologies/on_chip_links.h"
 #include "topologies/shortest_paths.h"
 

@@ -7,18 +7,13 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "base/config.h"
+#include "base/format.h"
 #include "topologies/custom.h"
-#include "topologies/json_reader.h"
 #include "topologies/torus.h"
 
 namespace podsim::topo {
 namespace {
-
-std::string Num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%g", v);
-  return buf;
-}
 
 // Cores of a chip: "4" or "4-5".
 std::string CoresOf(const Topology& t, int64_t chip) {
@@ -82,7 +77,7 @@ std::string JoinDims(const std::vector<int64_t>& values, const char* sep) {
 }
 
 std::string FormatBandwidth(double bytes_per_s) {
-  return Num(bytes_per_s) + " B/s (" + Num(bytes_per_s / 1e9) + " GB/s)";
+  return FormatG(bytes_per_s) + " B/s (" + FormatG(bytes_per_s / 1e9) + " GB/s)";
 }
 
 std::string DescribeLink(const Topology& t, const Link& l) {
@@ -100,7 +95,7 @@ std::string DescribeLink(const Topology& t, const Link& l) {
   return os.str();
 }
 
-std::string FormatLatency(int64_t ps) { return Num(static_cast<double>(ps) / 1e6) + " us"; }
+std::string FormatLatency(int64_t ps) { return FormatG(static_cast<double>(ps) / 1e6) + " us"; }
 
 std::string FormatCoords(const Topology& topology, int64_t chip) {
   if (topology.grid() == nullptr) return "";
@@ -116,7 +111,7 @@ std::string DescribeLinks(const Topology& topology, int64_t links_per_neighbor) 
        << " per direction each";
     if (links_per_neighbor > 1) {
       os << " (" << links_per_neighbor << " parallel physical links per neighbour pair, "
-         << Num(ici.min_bw / static_cast<double>(links_per_neighbor)) << " B/s each)";
+         << FormatG(ici.min_bw / static_cast<double>(links_per_neighbor)) << " B/s each)";
     }
     os << "; hop latency " << Range(FormatLatency(ici.min_lat), FormatLatency(ici.max_lat));
   }
@@ -294,7 +289,7 @@ std::string DescribeRoute(const Topology& topology, int64_t src_core, int64_t ds
   if (split.size() > 1) {
     os << "split over " << split.size() << " equally short paths (tie_break split):\n";
     for (size_t i = 0; i < split.size(); ++i) {
-      os << "  path " << i << " (" << Num(split[i].fraction) << " of the bytes): links";
+      os << "  path " << i << " (" << FormatG(split[i].fraction) << " of the bytes): links";
       for (int64_t id : split[i].links) os << " " << id;
       os << "\n";
     }

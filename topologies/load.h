@@ -1,31 +1,20 @@
 #pragma once
 // Building topologies from configs: a preset name (topologies/presets/NAME.json), a JSON file, or
-// a JSON object (docs/config.md, section "topology").
-//
-// A topology config value may be
-// - a string: a preset name, or a JSON file path (a string containing '/' or ending in ".json",
-//   or naming an existing file);
-// - an object: the fields themselves; with "preset": NAME, that preset's fields with this
-//   object's other keys replacing them (JSON merge patch).
+// a JSON object (docs/config.md, section "topology"), resolved as base/presets.h says.
 
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "base/presets.h"
 #include "topologies/config.h"
 #include "topologies/topology.h"
 
 namespace podsim::topo {
 
-// The directory of the preset JSON files.
-std::string PresetDir();
-// Preset names (file names without ".json"), sorted.
-std::vector<std::string> ListPresets();
-
-// Whether a topology name is read as a file path: it contains '/', ends in ".json", or names an
-// existing file.
-bool IsTopologyFilePath(const std::string& name_or_path);
+// The topology presets: DataDir()/topologies/presets/NAME.json (base/resources.h).
+PresetSet TopologyPresets();
 
 // The config value (string or object, see above) as a plain object, with no "preset" key.
 // Errors name `path` (or the file).

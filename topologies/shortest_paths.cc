@@ -5,7 +5,7 @@
 #include <numeric>
 #include <string>
 
-#include "topologies/json_reader.h"
+#include "base/config.h"
 
 // GCC 12 reports a false -Wmaybe-uninitialized inside Boost.Graph's adjacency_list edge
 // iterator (a boost::optional) when dijkstra_shortest_paths is instantiated; silence it for

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "ir/error.h"
+#include "base/error.h"
 #include "sim/collectives/algorithms_internal.h"
 #include "sim/collectives/group_geometry.h"
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "ir/error.h"
+#include "base/error.h"
 
 namespace podsim::sim {
 namespace {

@@ -4,16 +4,11 @@
 #include <cstdio>
 #include <string>
 
+#include "base/format.h"
 #include "sim/collectives/collective.h"
 
 namespace podsim::sim {
 namespace {
-
-std::string Format(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), format, v);
-  return buf;
-}
 
 std::string Range(Buffer b, int64_t offset, int64_t elements) {
   return std::string(BufferName(b)) + "[" + std::to_string(offset) + ", +" +
@@ -101,7 +96,7 @@ std::string ExplainSchedule(const Schedule& schedule, const topo::Topology& topo
       const StepTiming& st = timing->steps[static_cast<size_t>(step)];
       if (st.transfers > 0) {
         seconds = (st.end - st.start).seconds();
-        out += ", " + Format("%.3f", st.start.micros()) + " .. " + Format("%.3f", st.end.micros()) +
+        out += ", " + FormatFixed(st.start.micros(), 3) + " .. " + FormatFixed(st.end.micros(), 3) +
                " us";
       }
     }
@@ -125,11 +120,11 @@ std::string ExplainSchedule(const Schedule& schedule, const topo::Topology& topo
     for (size_t i = 0; i < used.size() && i < options.max_links_per_step; ++i) {
       const int64_t l = used[i];
       out += "    " + DescribeLink(topology, l) + ": " +
-             Format("%.0f", lb[static_cast<size_t>(l)]) + " B";
+             FormatFixed(lb[static_cast<size_t>(l)], 0) + " B";
       if (seconds > 0) {
         const double bw = topology.links()[static_cast<size_t>(l)].bandwidth_bytes_per_s;
         out += ", utilisation " +
-               Format("%.1f", 100.0 * lb[static_cast<size_t>(l)] / (bw * seconds)) + "%";
+               FormatFixed(100.0 * lb[static_cast<size_t>(l)] / (bw * seconds), 1) + "%";
       }
       out += "\n";
     }

@@ -4,7 +4,7 @@
 #include <random>
 #include <string>
 
-#include "ir/error.h"
+#include "base/error.h"
 
 namespace podsim::sim {
 namespace {

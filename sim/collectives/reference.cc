@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "ir/error.h"
+#include "base/error.h"
 
 namespace podsim::sim {
 

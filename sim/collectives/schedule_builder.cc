@@ -5,7 +5,7 @@
 #include <limits>
 #include <string>
 
-#include "ir/error.h"
+#include "base/error.h"
 #include "sim/collectives/collective.h"
 
 namespace podsim::sim {

@@ -6,7 +6,7 @@
 #include <tuple>
 #include <vector>
 
-#include "ir/error.h"
+#include "base/error.h"
 
 namespace podsim::sim {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "ir/error.h"
+#include "base/error.h"
 
 namespace podsim::sim {
 

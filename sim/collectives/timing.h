@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/units.h"
 #include "sim/collectives/schedule.h"
-#include "sim/network_model.h"
-#include "sim/units.h"
+#include "sim/network/network_model.h"
 #include "topologies/topology.h"
 
 namespace podsim::sim {

@@ -32,7 +32,7 @@
 #include <numeric>
 #include <string>
 
-#include "ir/error.h"
+#include "base/error.h"
 #include "sim/collectives/algorithms_internal.h"
 #include "sim/collectives/group_geometry.h"
 

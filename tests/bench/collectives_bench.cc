@@ -20,7 +20,7 @@
 #include "experiments/collective_run.h"
 #include "sim/collectives/algorithms.h"
 #include "sim/collectives/timing.h"
-#include "sim/network_flow.h"
+#include "sim/network/flow_network.h"
 #include "topologies/config.h"
 #include "topologies/load.h"
 

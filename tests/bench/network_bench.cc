@@ -14,9 +14,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "sim/network_analytic.h"
-#include "sim/network_flow.h"
-#include "sim/network_packet.h"
+#include "sim/network/analytic_network.h"
+#include "sim/network/flow_network.h"
+#include "sim/network/packet_network.h"
 #include "topologies/torus.h"
 
 namespace podsim::sim {

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "experiments/moe_stack.h"
+#include "models/moe_stack.h"
 #include "models/moe_transformer.h"
 #include "partitioner/mpmd.h"
 #include "partitioner/propagation.h"
@@ -26,7 +26,7 @@ namespace {
 constexpr int64_t kLayerPairs = 12;
 
 std::unique_ptr<ir::Module> Stack(int64_t d) {
-  return BuildMoeStack(models::PaperMoeConfig(d), kLayerPairs);
+  return models::BuildMoeStack(models::PaperMoeConfig(d), kLayerPairs);
 }
 
 void BM_SpmdPartition(benchmark::State& state) {

@@ -21,7 +21,7 @@
 #include "models/moe_transformer.h"
 #include "partitioner/propagation.h"
 #include "partitioner/spmd_partitioner.h"
-#include "sim/program_runner.h"
+#include "sim/program/simulate.h"
 #include "topologies/load.h"
 
 namespace podsim::sim {

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "ir/error.h"
+#include "base/error.h"
 #include "ir/interpreter.h"
 #include "ir/text.h"
 #include "partitioner/annotations.h"
@@ -17,7 +17,7 @@
 #include "partitioner/propagation.h"
 #include "partitioner/sharding_util.h"
 #include "partitioner/spmd_partitioner.h"
-#include "sim/program_runner.h"
+#include "sim/program/simulate.h"
 #include "topologies/load.h"
 
 namespace podsim::partitioner {

@@ -13,7 +13,8 @@
 #include "experiments/experiment.h"
 #include "experiments/moe_breakdown.h"
 #include "models/scopes.h"
-#include "sim/device.h"
+#include "pipeline/simulate.h"
+#include "sim/device/device.h"
 #include "topologies/load.h"
 
 namespace podsim::experiments {
@@ -127,7 +128,7 @@ TEST_CASE("moe_ffn roofline at a small size, by hand") {
   sim::SimOptions options;
   options.device = sim::LoadDeviceSpec("tpu-v3-core");
   options.num_partitions = 4;
-  const sim::RunResult result = SimulateMoeLayerPair(model, *topology, options);
+  const sim::RunResult result = pipeline::SimulateMoeLayerPair(model, *topology, options);
   const auto rows = BreakdownRows(4, result, std::nullopt);
   const double einsum_s = 8589934592.0 / 61.5e12;
   const double roofline_us = 2 * einsum_s * 1e6;

@@ -12,11 +12,11 @@
 #include <sstream>
 
 #include "experiments/experiment.h"
-#include "experiments/moe_stack.h"
 #include "ir/builder.h"
 #include "ir/interpreter.h"
 #include "ir/text.h"
 #include "ir/verifier.h"
+#include "models/moe_stack.h"
 #include "partitioner/annotations.h"
 #include "partitioner/equivalence.h"
 #include "partitioner/mpmd.h"
@@ -38,7 +38,7 @@ TEST_CASE("the SPMD program of the MoE stack is the same for D = 16 ... 65536") 
   std::vector<size_t> bytes;
   for (int64_t d : {16, 1024, 65536}) {
     CAPTURE(d);
-    std::unique_ptr<ir::Module> m = BuildMoeStack(models::PaperMoeConfig(d), 2);
+    std::unique_ptr<ir::Module> m = models::BuildMoeStack(models::PaperMoeConfig(d), 2);
     partitioner::PartitionResult r = Lower(*m, d);
     // Every sharding propagation produced kept the iota form.
     for (const auto& i : m->entry()->instructions()) {
@@ -73,7 +73,7 @@ TEST_CASE("MPMD: per-device programs verify, have no partition-id, and grow with
     CAPTURE(d);
     models::MoeLayerConfig c = models::ToyMoeConfig();
     c.num_groups = c.num_experts = c.num_devices = d;
-    std::unique_ptr<ir::Module> m = BuildMoeStack(c, 1);
+    std::unique_ptr<ir::Module> m = models::BuildMoeStack(c, 1);
     partitioner::PropagateShardings(*m, d);
     partitioner::MpmdOptions options;
     options.num_partitions = d;

@@ -1,7 +1,7 @@
 // Interpreter: collectives in lockstep multi-partition mode (InterpretSpmd). Expected values are
 // derived by hand in the comments; partition p's argument is args[p].
 
-#include "ir/error.h"
+#include "base/error.h"
 #include "tests/ir/interpreter_test_util.h"
 
 namespace podsim::ir {

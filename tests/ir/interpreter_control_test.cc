@@ -3,7 +3,7 @@
 #include <set>
 #include <string>
 
-#include "ir/error.h"
+#include "base/error.h"
 #include "tests/ir/interpreter_test_util.h"
 
 namespace podsim::ir {

@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include "base/format.h"
 #include "ir/builder.h"
 #include "ir/interpreter.h"
 #include "ir/verifier.h"
@@ -22,7 +23,7 @@ inline std::ostream& operator<<(std::ostream& os, const Literal& l) {
     return os << ")";
   }
   os << l.shape.ToString() << "{";
-  for (size_t k = 0; k < l.values.size(); ++k) os << (k ? ", " : "") << FormatNumber(l.values[k]);
+  for (size_t k = 0; k < l.values.size(); ++k) os << (k ? ", " : "") << FormatShortest(l.values[k]);
   return os << "}";
 }
 

@@ -11,8 +11,8 @@
 #include <numeric>
 #include <vector>
 
+#include "base/error.h"
 #include "ir/builder.h"
-#include "ir/error.h"
 #include "ir/interpreter.h"
 #include "ir/proto.h"
 #include "ir/sharding.h"

@@ -9,8 +9,8 @@
 #include <set>
 #include <string>
 
+#include "base/error.h"
 #include "ir/builder.h"
-#include "ir/error.h"
 #include "ir/proto.h"
 #include "ir/verifier.h"
 #include "tests/ir/all_ops_module.h"

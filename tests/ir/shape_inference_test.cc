@@ -6,8 +6,8 @@
 
 #include <string>
 
+#include "base/error.h"
 #include "ir/builder.h"
-#include "ir/error.h"
 #include "ir/module.h"
 
 namespace podsim::ir {

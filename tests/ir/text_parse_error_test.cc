@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "ir/error.h"
+#include "base/error.h"
 #include "ir/text.h"
 #include "tests/ir/all_ops_module.h"
 

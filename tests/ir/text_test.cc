@@ -10,8 +10,8 @@
 #include <set>
 #include <string>
 
+#include "base/error.h"
 #include "ir/builder.h"
-#include "ir/error.h"
 #include "ir/literal.h"
 #include "ir/text.h"
 #include "ir/verifier.h"

@@ -2,8 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include "base/error.h"
 #include "ir/builder.h"
-#include "ir/error.h"
 #include "ir/verifier.h"
 
 namespace podsim::ir {

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "ir/cost.h"
-#include "ir/error.h"
 #include "ir/interpreter.h"
 #include "ir/proto.h"
 #include "ir/text.h"

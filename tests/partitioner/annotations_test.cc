@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
+#include "base/error.h"
 #include "ir/builder.h"
-#include "ir/error.h"
 #include "ir/verifier.h"
 #include "partitioner/annotations.h"
 #include "partitioner/sharding_util.h"

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "ir/builder.h"
-#include "ir/error.h"
 #include "ir/verifier.h"
 #include "partitioner/annotations.h"
 #include "partitioner/propagation.h"

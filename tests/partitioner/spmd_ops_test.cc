@@ -4,8 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include "base/error.h"
 #include "ir/builder.h"
-#include "ir/error.h"
 #include "tests/partitioner/spmd_test_util.h"
 
 namespace podsim::partitioner {

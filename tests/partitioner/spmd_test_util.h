@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "ir/builder.h"
-#include "ir/error.h"
 #include "ir/interpreter.h"
 #include "ir/module.h"
 #include "ir/verifier.h"

@@ -1,6 +1,6 @@
 // JsonReader (typed, path-naming getters) and command-line overrides.
 
-#include "topologies/json_reader.h"
+#include "base/config.h"
 
 #include <doctest/doctest.h>
 

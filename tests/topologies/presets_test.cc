@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
+#include "base/config.h"
 #include "tests/topologies/test_util.h"
 #include "topologies/describe.h"
-#include "topologies/json_reader.h"
 #include "topologies/torus.h"
 
 namespace podsim::topo {
@@ -50,7 +50,7 @@ TEST_CASE("the preset directory holds exactly the documented presets") {
   std::vector<std::string> expected;
   for (const Expected& e : kPresets) expected.push_back(e.name);
   std::sort(expected.begin(), expected.end());
-  CHECK(ListPresets() == expected);
+  CHECK(TopologyPresets().Names() == expected);
 }
 
 TEST_CASE("every preset loads with its documented size, links and bandwidth") {

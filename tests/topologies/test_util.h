@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "topologies/json_reader.h"
+#include "base/config.h"
 #include "topologies/load.h"
 
 namespace podsim::topo::testing {

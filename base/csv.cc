@@ -1,0 +1,48 @@
+#include "base/csv.h"
+
+#include <cmath>
+
+#include "base/error.h"
+#include "base/format.h"
+
+namespace podsim {
+namespace {
+
+void AppendLine(std::string& out, const std::vector<std::string>& cells) {
+  for (size_t i = 0; i < cells.size(); ++i) {
+    if (i) out += ',';
+    out += CsvField(cells[i]);
+  }
+  out += '\n';
+}
+
+}  // namespace
+
+std::string CsvField(const std::string& cell) {
+  if (cell.find_first_of(",\"\n") == std::string::npos) return cell;
+  std::string out = "\"";
+  for (char c : cell) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string CsvNumber(double v) { return std::isnan(v) ? "" : FormatShortest(v); }
+
+void CsvTable::AddRow(std::vector<std::string> row) {
+  if (row.size() != header_.size()) {
+    throw Error("CSV row has " + std::to_string(row.size()) + " cells, header has " +
+                std::to_string(header_.size()));
+  }
+  rows_.push_back(std::move(row));
+}
+
+std::string CsvTable::ToString() const {
+  std::string out;
+  AppendLine(out, header_);
+  for (const auto& r : rows_) AppendLine(out, r);
+  return out;
+}
+
+}  // namespace podsim

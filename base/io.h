@@ -1,0 +1,24 @@
+#pragma once
+// Files on disk: every result podsim writes goes through WriteFileAtomic, so a reader (or a run
+// killed half-way) sees either the old file or the whole new one, never a torn one.
+
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace podsim {
+
+// Creates `dir` and its parents; throws Error naming the directory if it cannot.
+void MakeDirectories(const std::string& dir);
+
+// Writes `text` to a temporary file beside `path`, flushes it, and renames it over `path`.
+// Throws Error naming the file on any failure (and leaves no temporary file behind).
+void WriteFileAtomic(const std::string& path, const std::string& text);
+
+// Pretty-printed with a 2-space indent and a trailing newline, keys in sorted order; atomic.
+void WriteJsonFile(const std::string& path, const nlohmann::json& json);
+
+// The whole content of a file; throws Error naming the file if it cannot be read.
+std::string ReadFile(const std::string& path);
+
+}  // namespace podsim

@@ -1,0 +1,72 @@
+#include "base/units.h"
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "base/error.h"
+
+namespace podsim {
+
+Time TransferTime(Bytes b, BytesPerSecond r) {
+  if (b.value < 0) throw Error("TransferTime: negative byte count " + std::to_string(b.value));
+  if (!(r.value > 0) || !std::isfinite(r.value)) {
+    throw Error("TransferTime: bandwidth must be a positive finite rate, got " +
+                std::to_string(r.value) + " B/s");
+  }
+  if (b.value == 0) return Time{0};
+  // long double keeps 64 mantissa bits: b * 1e12 is exact below ~1.8e7 bytes and within 1e-19
+  // relative above, so ceil() does not add a spurious picosecond to exact results.
+  const long double ps = static_cast<long double>(b.value) * 1e12L / static_cast<long double>(r.value);
+  return Time{static_cast<int64_t>(std::ceil(ps))};
+}
+
+std::string FormatBytes(double bytes) {
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  double v = bytes;
+  while (std::abs(v) >= 1024 && unit < 4) {
+    v /= 1024;
+    ++unit;
+  }
+  char buf[64];
+  if (unit == 0 || std::abs(v - std::round(v)) < 0.05) {
+    std::snprintf(buf, sizeof(buf), "%.0f %s", std::round(v), kUnits[unit]);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.1f %s", v, kUnits[unit]);
+  }
+  return buf;
+}
+
+int64_t ParseBytes(const std::string& text, const std::string& what) {
+  size_t pos = 0;
+  while (pos < text.size() && (std::isdigit(static_cast<unsigned char>(text[pos])) ||
+                               text[pos] == '.' || text[pos] == 'e' || text[pos] == 'E')) {
+    ++pos;
+  }
+  std::string number = text.substr(0, pos), unit = text.substr(pos);
+  double scale = 0;
+  if (unit.empty() || unit == "B") scale = 1;
+  else if (unit == "KiB") scale = 1024.0;
+  else if (unit == "MiB") scale = 1024.0 * 1024;
+  else if (unit == "GiB") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "KB" || unit == "kB") scale = 1e3;
+  else if (unit == "MB") scale = 1e6;
+  else if (unit == "GB") scale = 1e9;
+  double v = 0;
+  try {
+    size_t used = 0;
+    v = std::stod(number, &used);
+    if (used != number.size()) scale = 0;
+  } catch (const std::exception&) {
+    scale = 0;
+  }
+  double bytes = v * scale;
+  if (scale == 0 || !(bytes >= 1) || bytes > 1e15 || bytes != std::floor(bytes)) {
+    throw Error(what + ": '" + text +
+                "' is not a whole positive byte count (e.g. 8MiB, 32MB, 4096)");
+  }
+  return static_cast<int64_t>(bytes);
+}
+
+}  // namespace podsim

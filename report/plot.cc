@@ -1,0 +1,83 @@
+#include "report/plot.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "base/error.h"
+#include "base/io.h"
+
+namespace podsim::report {
+
+bool RenderPlot(const std::string& dir, const std::string& name, const std::string& script,
+                int width_px, int height_px) {
+  WriteFileAtomic(dir + "/" + name + ".gp", script);
+  const std::string size = std::to_string(width_px) + "," + std::to_string(height_px);
+  const std::string terminals[][2] = {
+      {"pngcairo size " + size + " font 'sans,10'", name + ".png"},
+      {"svg size " + size + " dynamic font 'sans,10'", name + ".svg"}};
+  for (const auto& [terminal, output] : terminals) {
+    // gnuplot runs in DIR (the data paths inside the script are relative to it), with an argv:
+    // no shell sees the directory or file names. Its output goes to DIR/NAME.log.
+    const std::string setup = "set terminal " + terminal + "; set output '" + output + "'";
+    const std::string script_file = name + ".gp";
+    const std::string log_file = dir + "/" + name + ".log";
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_file.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+    // posix_spawn_file_actions_addchdir_np: glibc >= 2.29.
+    posix_spawn_file_actions_addchdir_np(&actions, dir.c_str());
+    std::vector<char*> argv = {const_cast<char*>("gnuplot"), const_cast<char*>("-e"),
+                               const_cast<char*>(setup.c_str()),
+                               const_cast<char*>(script_file.c_str()), nullptr};
+    pid_t pid = 0;
+    const int rc = posix_spawnp(&pid, "gnuplot", &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    int status = 0;
+    if (rc == 0) {
+      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+    }
+    if (rc != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      std::string log;
+      try {
+        log = ReadFile(log_file);
+      } catch (const Error&) {
+      }
+      std::cerr << "plot " << name << ": gnuplot failed (is gnuplot installed? setup.sh installs "
+                << "gnuplot-nox)" << (log.empty() ? "\n" : ":\n" + log);
+      std::remove(log_file.c_str());
+      return false;
+    }
+    std::remove(log_file.c_str());
+  }
+  return true;
+}
+
+Progress::Progress(std::string label, int64_t total)
+    : label_(std::move(label)), total_(total), enabled_(isatty(STDERR_FILENO) != 0) {}
+
+Progress::~Progress() {
+  if (enabled_ && done_ > 0) std::cerr << "\n";
+}
+
+void Progress::Step(const std::string& what) {
+  ++done_;
+  if (!enabled_) return;
+  std::cerr << "\r\033[K" << label_ << ": " << done_ << "/" << total_ << "  " << what
+            << std::flush;
+}
+
+}  // namespace podsim::report

@@ -1,0 +1,64 @@
+#include "sim/network/analytic_network.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+namespace podsim::sim {
+
+AnalyticNetwork::AnalyticNetwork(const topo::Topology& topology)
+    : topology_(topology), link_bytes_(topology.links().size(), 0.0) {}
+
+namespace {
+
+// Latency of the longest path + the time the most loaded link needs for the bytes the transfer
+// puts on it (paths of one transfer may share links, e.g. both halves of a 2D double tie).
+Time PathsDuration(const topo::Topology& topology, const std::vector<topo::Topology::WeightedPath>& paths,
+                   const std::vector<int64_t>& parts) {
+  const auto& links = topology.links();
+  std::vector<std::pair<int64_t, int64_t>> load;  // (link, bytes of this transfer on it)
+  int64_t latency = 0;
+  bool moves = false;
+  for (size_t p = 0; p < paths.size(); ++p) {
+    if (paths[p].links.empty()) continue;  // same core: nothing to move
+    moves = true;
+    latency = std::max(latency, internal::PathLatencyPs(topology, paths[p].links));
+    for (int64_t l : paths[p].links) {
+      auto it = std::find_if(load.begin(), load.end(), [&](const auto& e) { return e.first == l; });
+      if (it == load.end()) load.emplace_back(l, parts[p]);
+      else it->second += parts[p];
+    }
+  }
+  if (!moves) return Time{0};
+  Time data{0};
+  for (const auto& [l, bytes] : load) {
+    data = std::max(data, TransferTime(Bytes{bytes}, BytesPerSecond{links[static_cast<size_t>(l)].bandwidth_bytes_per_s}));
+  }
+  return Time{latency} + data;
+}
+
+}  // namespace
+
+Time AnalyticNetwork::Duration(int64_t src_core, int64_t dst_core, Bytes bytes) const {
+  const auto paths = topology_.RouteSplit(src_core, dst_core);
+  return PathsDuration(topology_, paths, internal::SplitBytes(bytes.value, paths));
+}
+
+void AnalyticNetwork::Start(TransferId id, int64_t src_core, int64_t dst_core, Bytes bytes, Time now) {
+  internal::CheckStart("analytic", topology_, src_core, dst_core, bytes, now, time_, NextEventTime());
+  time_ = now;
+  const auto paths = topology_.RouteSplit(src_core, dst_core);
+  const std::vector<int64_t> parts = internal::SplitBytes(bytes.value, paths);
+  for (size_t p = 0; p < paths.size(); ++p) {
+    for (int64_t l : paths[p].links) link_bytes_[static_cast<size_t>(l)] += static_cast<double>(parts[p]);
+  }
+  completions_.Add(now + PathsDuration(topology_, paths, parts), id);
+}
+
+std::vector<TransferId> AnalyticNetwork::Advance(Time t) {
+  internal::CheckAdvance("analytic", t, time_, NextEventTime());
+  time_ = t;
+  return completions_.PopAt(t);
+}
+
+}  // namespace podsim::sim

@@ -1,0 +1,634 @@
+#include "sim/network/flow_network.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <utility>
+
+#include "base/error.h"
+#include "base/pod_vector.h"
+#include "sim/network/maxmin.h"
+#include "sim/network/network_util.h"
+
+namespace podsim::sim {
+
+namespace {
+
+constexpr int32_t kNoSlot = -1;  // member of a single-path transfer: no multi-path slot
+constexpr double kPsPerSecond = 1e12;
+// Entries of the cache that finds a new flow's class among the batch's recent classes.
+constexpr size_t kRecentClasses = size_t{1} << 14;
+// A class never ends later than this (ps, ~46 days): keeps end times far from overflow.
+constexpr double kFarFuturePs = 4e18;
+
+// MurmurHash3's 64-bit finaliser: every input bit affects every output bit.
+uint64_t Fmix(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ULL;
+  h ^= h >> 33;
+  return h;
+}
+
+// When a class's data ends (ps), and the class.
+struct EndEntry {
+  int64_t end_ps;
+  int32_t cls;
+  bool operator<(const EndEntry& o) const { return end_ps != o.end_ps ? end_ps < o.end_ps : cls < o.cls; }
+  bool operator>(const EndEntry& o) const { return o < *this; }
+};
+
+// Pending data ends, earliest first. After a large refill every active class has a new end;
+// usually only the earliest few are consumed before the next large refill, so the bulk is kept
+// unsorted and the entries with the earliest end are split off by a linear pass when needed
+// (after a few such passes the rest is sorted once). Classes refilled a few at a time go to a
+// min-heap. Entries go stale when their class is refilled or finishes; the owner skips those.
+class EndQueue {
+ public:
+  bool empty() const { return pos_ == run_.size() && heap_.empty(); }
+  size_t size() const { return run_.size() - pos_ + heap_.size(); }
+  const EndEntry& top() {
+    Ready();
+    if (heap_.empty()) return run_[pos_];
+    if (pos_ == run_.size()) return heap_.front();
+    return heap_.front() < run_[pos_] ? heap_.front() : run_[pos_];
+  }
+  void pop() {
+    Ready();
+    if (!heap_.empty() && (pos_ == run_.size() || heap_.front() < run_[pos_])) {
+      std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+      heap_.pop_back();
+    } else {
+      ++pos_;
+    }
+  }
+  void push(EndEntry e) {
+    heap_.push_back(e);
+    std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+  }
+  void clear() {
+    run_.clear();
+    heap_.clear();
+    pos_ = ready_ = 0;
+    splits_ = 0;
+  }
+  // Replaces everything by `entries` (taken; `entries` gets the old buffer).
+  void Rebuild(PodVector<EndEntry>& entries) {
+    run_.swap(entries);
+    heap_.clear();
+    pos_ = ready_ = 0;
+    splits_ = 0;
+  }
+
+ private:
+  // Makes run_[pos_] the earliest pending entry of the run: run_[pos_, ready_) is sorted and
+  // precedes everything in run_[ready_, end).
+  void Ready() {
+    if (pos_ < ready_ || ready_ == run_.size()) return;
+    const auto rest = run_.begin() + static_cast<std::ptrdiff_t>(ready_);
+    if (++splits_ > 4) {
+      std::sort(rest, run_.end());
+      ready_ = run_.size();
+      return;
+    }
+    const int64_t earliest = std::min_element(rest, run_.end())->end_ps;
+    // Stable: entries arrive by class, so the earliest group stays sorted by class.
+    const auto mid = std::stable_partition(rest, run_.end(), [&](const EndEntry& e) { return e.end_ps == earliest; });
+    if (!std::is_sorted(rest, mid)) std::sort(rest, mid);
+    ready_ = static_cast<size_t>(mid - run_.begin());
+  }
+
+  PodVector<EndEntry> run_;  // run_[pos_..] pending
+  size_t pos_ = 0;
+  size_t ready_ = 0;
+  int splits_ = 0;              // linear splits since the last rebuild
+  std::vector<EndEntry> heap_;  // min-heap
+};
+
+}  // namespace
+
+class FlowNetwork::Impl {
+ public:
+  Impl(const topo::Topology& topology, FlowOptions options);
+
+  void Start(TransferId id, int64_t src_core, int64_t dst_core, Bytes bytes, Time now);
+  Time NextEventTime();
+  std::vector<TransferId> Advance(Time t);
+  const std::vector<double>& LinkBytes();
+  std::vector<double> LinkRates();
+  Stats stats() const {
+    Stats s = stats_;
+    s.filling_rounds = filler_.stats().rounds;
+    s.heap_fillings = filler_.stats().heap_fills;
+    return s;
+  }
+
+ private:
+  // The flows of one start batch with one path and one byte count: they move at one per-flow
+  // rate. The path and the weight (flow count) live in data_ from begin_[c] (see ClassPaths);
+  // the rate in rate_[c]; the rest here.
+  struct FlowClass {
+    int64_t bytes = 0;          // per flow, > 0
+    int64_t latency_ps = 0;     // sum of the path's hop latencies
+    int64_t updated_ps = 0;     // time `remaining` refers to
+    int64_t end_ps = 0;         // time the data ends at the current rate
+    double remaining = 0;       // bytes per flow still to send at updated_ps
+    int32_t first_member = -1;  // head of the class's member list (member_next_), -1: none
+    bool active = false;        // moving data (false: in the pending batch, or finished)
+  };
+  // A transfer split over several paths: done when all its sub-flows are.
+  struct MultiSlot {
+    TransferId id = 0;
+    int32_t pending = 0;  // sub-flows not yet done
+    int64_t done_ps = 0;  // latest sub-flow completion so far
+  };
+  // Cache entry: a recent class of the batch and the top bits of its hash.
+  struct Recent {
+    uint32_t tag = 0;
+    int32_t cls = -1;
+  };
+
+  int32_t Weight(int32_t c) const { return data_[static_cast<size_t>(begin_[static_cast<size_t>(c)])]; }
+  int32_t NumLinks(int32_t c) const { return data_[static_cast<size_t>(begin_[static_cast<size_t>(c)]) + 1]; }
+  const int32_t* Links(int32_t c) const { return data_.data() + begin_[static_cast<size_t>(c)] + 2; }
+  internal::ClassPaths Paths() const { return {data_.data(), begin_.data()}; }
+
+  // The class of the batch with this path and size per flow, created if not found.
+  int32_t FindOrCreateClass(const std::vector<int64_t>& path, int64_t bytes, int64_t dst_core);
+  void SubflowDone(TransferId id, int32_t slot, int64_t done_ps);
+  // Moves the pending batch into the active set and refills all rates at the batch time.
+  void Flush();
+  // Earliest end of an active class's data; INT64_MAX when none.
+  int64_t NextDataEnd();
+  // Retires every class whose data ends at t; returns the lowest rate among them (+inf if none).
+  double FinishAt(int64_t t);
+  // Max-min filling of fill_set_ (ascending) at time t over the capacity the other classes leave.
+  void Refill(int64_t t, bool all);
+  void MaybeCompact();
+  void Reset();
+
+  const topo::Topology& topology_;
+  const FlowOptions options_;
+  const int32_t num_links_;
+  std::vector<double> capacity_;  // per link, B/s
+  std::vector<int64_t> latency_;  // per link, ps
+
+  int64_t time_ps_ = 0;  // model time
+  // Start()'s reusable routing buffers: the paths of the transfer being started (entries past
+  // RouteSplitInto's count are stale) and their byte split.
+  std::vector<topo::Topology::WeightedPath> route_paths_;
+  size_t route_count_ = 0;
+  int64_t route_src_core_ = -1;  // route_paths_ hold the route from this core to this chip
+  int64_t route_dst_chip_ = -1;  // (-1: not reusable)
+  std::vector<int64_t> split_parts_;
+  Stats stats_;
+
+  // All classes (finished ones until compaction), their paths, rates and members.
+  PodVector<FlowClass> classes_;
+  PodVector<int32_t> data_;   // class records: weight, hops, link ids
+  PodVector<int64_t> begin_;  // per class: its record in data_
+  PodVector<double> rate_;    // per class: B/s per flow
+  // Members (sub-flows) of the classes: singly linked lists, one per class.
+  PodVector<TransferId> member_ids_;
+  PodVector<int32_t> member_slots_;  // multi-path slot, or kNoSlot
+  PodVector<int32_t> member_next_;   // next member of the same class, -1 at the end
+  std::vector<MultiSlot> slots_;
+  std::vector<int32_t> free_slots_;
+  int64_t active_classes_ = 0;
+
+  // Active classes in the order the last fillings froze them: rates are nondecreasing.
+  PodVector<int32_t> order_;
+  EndQueue ends_;                   // data ends, with stale entries (class refilled or finished)
+  PodVector<EndEntry> end_scratch_;
+  std::vector<double> used_;        // per link: sum of weight * rate of active classes, B/s
+  std::vector<double> done_bytes_;  // per link: bytes of finished classes
+  std::vector<double> link_bytes_;  // LinkBytes() result
+  internal::CompletionQueue completions_;
+  internal::MaxMinFiller filler_;
+  PodVector<int32_t> fill_set_;
+
+  // Pending start batch.
+  bool batch_open_ = false;
+  int64_t batch_ps_ = 0;
+  size_t batch_first_class_ = 0;
+  // Direct-mapped cache of the batch's recent classes by path-and-size hash. A miss creates a
+  // new class even if an equal one exists further back: still exact, just less merged.
+  std::vector<Recent> recent_;
+  int32_t last_class_ = -1;                 // class of the previous sub-flow
+  std::vector<int32_t> last_class_for_dst_;  // per core: class of the last sub-flow to it
+};
+
+FlowNetwork::Impl::Impl(const topo::Topology& topology, FlowOptions options)
+    : topology_(topology),
+      options_(options),
+      num_links_(static_cast<int32_t>(topology.links().size())),
+      used_(topology.links().size(), 0.0),
+      done_bytes_(topology.links().size(), 0.0),
+      filler_(static_cast<int32_t>(topology.links().size())) {
+  if (topology.links().size() >= static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    throw Error("flow network: topology " + topology.name() + " has too many links for int32 ids");
+  }
+  for (const topo::Link& link : topology.links()) {
+    if (!(link.bandwidth_bytes_per_s > 0)) {
+      throw Error("flow network: link " + std::to_string(link.id) + " of " + topology.name() +
+                  " has bandwidth " + std::to_string(link.bandwidth_bytes_per_s) + " B/s (must be > 0)");
+    }
+    capacity_.push_back(link.bandwidth_bytes_per_s);
+    latency_.push_back(link.latency_ps);
+  }
+  if (options_.aggregate) recent_.resize(kRecentClasses);
+  last_class_for_dst_.assign(static_cast<size_t>(topology.num_cores()), -1);
+}
+
+int32_t FlowNetwork::Impl::FindOrCreateClass(const std::vector<int64_t>& path, int64_t bytes, int64_t dst_core) {
+  const int32_t n = static_cast<int32_t>(path.size());
+  // Whether class c is of this batch and has this path and size.
+  const auto same = [&](int32_t c) {
+    if (c < static_cast<int32_t>(batch_first_class_) || c >= static_cast<int32_t>(classes_.size()) ||
+        classes_[static_cast<size_t>(c)].bytes != bytes || NumLinks(c) != n) {
+      return false;
+    }
+    const int32_t* links = Links(c);
+    for (int32_t i = 0; i < n; ++i) {
+      if (links[i] != path[static_cast<size_t>(i)]) return false;
+    }
+    return true;
+  };
+  // Cheap candidates first: the class of the previous start, and the last class of a start to
+  // the same destination core (an AllToAll loop meets its mergeable flows there).
+  int32_t& last_for_dst = last_class_for_dst_[static_cast<size_t>(dst_core)];
+  if (options_.aggregate) {
+    if (same(last_class_)) return last_for_dst = last_class_;
+    if (same(last_for_dst)) return last_class_ = last_for_dst;
+  }
+  // Two interleaved FNV-style chains (shorter dependency chains), then a finaliser.
+  uint64_t h = static_cast<uint64_t>(bytes) * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(n);
+  uint64_t h2 = 0x84222325cbf29ce4ULL;
+  int32_t i = 0;
+  for (; i + 1 < n; i += 2) {
+    h = (h ^ static_cast<uint64_t>(path[static_cast<size_t>(i)])) * 0x100000001b3ULL;
+    h2 = (h2 ^ static_cast<uint64_t>(path[static_cast<size_t>(i) + 1])) * 0x100000001b3ULL;
+  }
+  if (i < n) h = (h ^ static_cast<uint64_t>(path[static_cast<size_t>(i)])) * 0x100000001b3ULL;
+  h = Fmix(h ^ (h2 * 0xc2b2ae3d27d4eb4fULL));
+  Recent* slot = nullptr;
+  if (options_.aggregate) {
+    slot = &recent_[h & (kRecentClasses - 1)];
+    const int32_t c = slot->cls;
+    // Only classes of this batch qualify (they are the last ones); the path check makes the
+    // match exact whatever the cache holds.
+    if (slot->tag == static_cast<uint32_t>(h >> 32) && same(c)) return last_class_ = last_for_dst = c;
+  }
+  if (classes_.size() >= static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    throw Error("flow network: more than 2^31 flow classes in flight");
+  }
+  const int32_t c = static_cast<int32_t>(classes_.size());
+  FlowClass k;
+  k.bytes = bytes;
+  begin_.push_back(static_cast<int64_t>(data_.size()));
+  data_.push_back(0);  // weight, counted by the caller
+  data_.push_back(n);
+  for (int64_t l : path) {
+    if (l < 0 || l >= num_links_) {
+      throw Error("flow network: route of " + topology_.name() + " names link " + std::to_string(l) +
+                  " outside [0, " + std::to_string(num_links_) + ")");
+    }
+    data_.push_back(static_cast<int32_t>(l));
+    k.latency_ps += latency_[static_cast<size_t>(l)];
+  }
+  classes_.push_back(k);
+  rate_.push_back(0.0);
+  ++stats_.classes;
+  if (slot != nullptr) *slot = Recent{static_cast<uint32_t>(h >> 32), c};
+  return last_class_ = last_for_dst = c;
+}
+
+void FlowNetwork::Impl::SubflowDone(TransferId id, int32_t slot, int64_t done_ps) {
+  if (slot == kNoSlot) {
+    completions_.Add(Time{done_ps}, id);
+    return;
+  }
+  MultiSlot& s = slots_[static_cast<size_t>(slot)];
+  s.done_ps = std::max(s.done_ps, done_ps);
+  if (--s.pending == 0) {
+    completions_.Add(Time{s.done_ps}, s.id);
+    free_slots_.push_back(slot);
+  }
+}
+
+void FlowNetwork::Impl::Start(TransferId id, int64_t src_core, int64_t dst_core, Bytes bytes, Time now) {
+  if (batch_open_ && now.ps != batch_ps_) Flush();
+  if (!batch_open_) {
+    const Time next = std::min(Time{NextDataEnd()}, completions_.NextTime());
+    internal::CheckStart("flow", topology_, src_core, dst_core, bytes, now, Time{time_ps_}, next);
+    batch_open_ = true;
+    batch_ps_ = now.ps;
+    batch_first_class_ = classes_.size();
+  } else {
+    internal::CheckStart("flow", topology_, src_core, dst_core, bytes, now, now, now);
+  }
+  // Routed into buffers kept across calls: no allocation per transfer. Routes between distinct
+  // chips depend only on (src core, dst chip) (Topology::Route), so consecutive starts to the
+  // cores of one chip (an AllToAll loop) reuse the previous route.
+  const int64_t src_chip = topology_.ChipOfCore(src_core);
+  const int64_t dst_chip = topology_.ChipOfCore(dst_core);
+  if (src_chip == dst_chip || src_core != route_src_core_ || dst_chip != route_dst_chip_) {
+    route_count_ = topology_.RouteSplitInto(src_core, dst_core, route_paths_);
+    route_src_core_ = src_chip == dst_chip ? -1 : src_core;
+    route_dst_chip_ = src_chip == dst_chip ? -1 : dst_chip;
+  }
+  const size_t num_paths = route_count_;
+  if (num_paths == 0) throw Error("flow network: topology " + topology_.name() + " returned no path");
+  const std::vector<topo::Topology::WeightedPath>& paths = route_paths_;
+  int32_t slot = kNoSlot;
+  const int64_t* parts = &bytes.value;  // bytes of each path
+  if (num_paths > 1) {
+    internal::SplitBytesInto(bytes.value, paths.data(), num_paths, split_parts_);
+    parts = split_parts_.data();
+    if (free_slots_.empty()) {
+      free_slots_.push_back(static_cast<int32_t>(slots_.size()));
+      slots_.emplace_back();
+    }
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+    slots_[static_cast<size_t>(slot)] = MultiSlot{id, static_cast<int32_t>(num_paths), batch_ps_};
+  }
+  for (size_t p = 0; p < num_paths; ++p) {
+    if (paths[p].links.empty() || parts[p] == 0) {
+      // Nothing to move over links: done after the path's latency (0 for the same core).
+      SubflowDone(id, slot, batch_ps_ + internal::PathLatencyPs(topology_, paths[p].links));
+      continue;
+    }
+    const int32_t c = FindOrCreateClass(paths[p].links, parts[p], dst_core);
+    ++data_[static_cast<size_t>(begin_[static_cast<size_t>(c)])];
+    if (member_ids_.size() >= static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+      throw Error("flow network: more than 2^31 sub-flows in flight");
+    }
+    FlowClass& k = classes_[static_cast<size_t>(c)];
+    member_next_.push_back(k.first_member);
+    k.first_member = static_cast<int32_t>(member_ids_.size());
+    member_ids_.push_back(id);
+    member_slots_.push_back(slot);
+    ++stats_.flows;
+  }
+}
+
+int64_t FlowNetwork::Impl::NextDataEnd() {
+  while (!ends_.empty()) {
+    const EndEntry& top = ends_.top();
+    const FlowClass& k = classes_[static_cast<size_t>(top.cls)];
+    if (k.active && k.end_ps == top.end_ps) return top.end_ps;
+    ends_.pop();
+  }
+  return std::numeric_limits<int64_t>::max();
+}
+
+Time FlowNetwork::Impl::NextEventTime() {
+  Flush();
+  return std::min(Time{NextDataEnd()}, completions_.NextTime());
+}
+
+void FlowNetwork::Impl::Flush() {
+  if (!batch_open_) return;
+  batch_open_ = false;
+  const int64_t t = batch_ps_;
+  // Classes whose data ends exactly at t leave before the new ones join, as if Advance(t) had
+  // been called first; the full refill below covers their departure.
+  if (NextDataEnd() == t) FinishAt(t);
+  time_ps_ = t;
+
+  for (size_t c = batch_first_class_; c < classes_.size(); ++c) {
+    FlowClass& k = classes_[c];
+    k.remaining = static_cast<double>(k.bytes);
+    k.updated_ps = t;
+    k.active = true;
+  }
+  active_classes_ += static_cast<int64_t>(classes_.size() - batch_first_class_);
+  stats_.peak_active_classes = std::max(stats_.peak_active_classes, active_classes_);
+
+  MaybeCompact();
+  fill_set_.clear();
+  for (size_t c = 0; c < classes_.size(); ++c) {
+    if (classes_[c].active) fill_set_.push_back(static_cast<int32_t>(c));
+  }
+  Refill(t, /*all=*/true);
+}
+
+double FlowNetwork::Impl::FinishAt(int64_t t) {
+  double lowest = std::numeric_limits<double>::infinity();
+  while (NextDataEnd() == t) {
+    const int32_t c = ends_.top().cls;
+    ends_.pop();
+    FlowClass& k = classes_[static_cast<size_t>(c)];
+    k.active = false;
+    --active_classes_;
+    const double rate = rate_[static_cast<size_t>(c)];
+    lowest = std::min(lowest, rate);
+    const int32_t w = Weight(c);
+    const int32_t* links = Links(c);
+    for (int32_t i = 0; i < NumLinks(c); ++i) {
+      used_[static_cast<size_t>(links[i])] -= w * rate;
+      done_bytes_[static_cast<size_t>(links[i])] += static_cast<double>(w) * static_cast<double>(k.bytes);
+    }
+    std::vector<TransferId>* bucket = nullptr;
+    for (int32_t m = k.first_member; m >= 0; m = member_next_[static_cast<size_t>(m)]) {
+      const int32_t slot = member_slots_[static_cast<size_t>(m)];
+      if (slot != kNoSlot) {
+        SubflowDone(member_ids_[static_cast<size_t>(m)], slot, t + k.latency_ps);
+        continue;
+      }
+      if (bucket == nullptr) bucket = &completions_.At(Time{t + k.latency_ps});
+      bucket->push_back(member_ids_[static_cast<size_t>(m)]);
+    }
+  }
+  return lowest;
+}
+
+std::vector<TransferId> FlowNetwork::Impl::Advance(Time t) {
+  Flush();
+  internal::CheckAdvance("flow", t, Time{time_ps_}, std::min(Time{NextDataEnd()}, completions_.NextTime()));
+  time_ps_ = t.ps;
+  if (NextDataEnd() == t.ps) {
+    const double lowest = FinishAt(t.ps);
+    // Rates below `lowest` are unchanged (see the header); refill the classes at or above it.
+    const auto split = std::lower_bound(order_.begin(), order_.end(), lowest,
+                                        [&](int32_t c, double level) { return rate_[static_cast<size_t>(c)] < level; });
+    fill_set_.clear();
+    const size_t suffix = static_cast<size_t>(order_.end() - split);
+    if (suffix * 8 > classes_.size()) {
+      // A large part: one sequential pass in memory order beats sorting.
+      for (size_t c = 0; c < classes_.size(); ++c) {
+        if (classes_[c].active && rate_[c] >= lowest) fill_set_.push_back(static_cast<int32_t>(c));
+      }
+    } else {
+      for (auto it = split; it != order_.end(); ++it) {
+        if (classes_[static_cast<size_t>(*it)].active) fill_set_.push_back(*it);
+      }
+      std::sort(fill_set_.begin(), fill_set_.end());
+    }
+    order_.erase(split, order_.end());
+    if (active_classes_ == 0) {
+      Reset();
+    } else if (!fill_set_.empty()) {
+      Refill(t.ps, /*all=*/false);
+    }
+  }
+  return completions_.PopAt(t);
+}
+
+// Drops every class (none is active): indices restart from 0.
+void FlowNetwork::Impl::Reset() {
+  classes_.clear();
+  data_.clear();
+  begin_.clear();
+  rate_.clear();
+  member_ids_.clear();
+  member_slots_.clear();
+  member_next_.clear();
+  order_.clear();
+  ends_.clear();
+  std::fill(used_.begin(), used_.end(), 0.0);
+}
+
+void FlowNetwork::Impl::Refill(int64_t t, bool all) {
+  ++(all ? stats_.full_fillings : stats_.partial_fillings);
+  // Refilling every active class: rebuild used_ from zero rather than subtract class by class.
+  all = all || static_cast<int64_t>(fill_set_.size()) == active_classes_;
+  stats_.classes_filled += static_cast<int64_t>(fill_set_.size());
+  if (all) {
+    std::fill(used_.begin(), used_.end(), 0.0);
+    order_.clear();
+  }
+  for (int32_t c : fill_set_) {
+    FlowClass& k = classes_[static_cast<size_t>(c)];
+    const double rate = rate_[static_cast<size_t>(c)];
+    k.remaining = std::max(0.0, k.remaining - rate * (static_cast<double>(t - k.updated_ps) / kPsPerSecond));
+    k.updated_ps = t;
+    if (!all) {
+      const double old = Weight(c) * rate;
+      const int32_t* links = Links(c);
+      for (int32_t i = 0; i < NumLinks(c); ++i) used_[static_cast<size_t>(links[i])] -= old;
+    }
+  }
+  // Start at the highest rate kept from earlier fillings so that order_ stays sorted by rate.
+  const double base = order_.empty() ? 0.0 : rate_[static_cast<size_t>(order_.back())];
+  filler_.Fill(fill_set_, Paths(), capacity_, used_, base, rate_.data(), order_);
+  bool starved = false;
+  for (int32_t c : fill_set_) {
+    FlowClass& k = classes_[static_cast<size_t>(c)];
+    const double rate = rate_[static_cast<size_t>(c)];
+    starved |= !(rate > 0);
+    // A class that has not ended has a true end > t: at least one picosecond on.
+    const double ps = rate > 0 ? std::ceil(k.remaining / rate * kPsPerSecond) : kFarFuturePs;
+    const int64_t duration = std::max<int64_t>(1, static_cast<int64_t>(std::min(ps, kFarFuturePs)));
+    k.end_ps = duration < std::numeric_limits<int64_t>::max() - t ? t + duration : std::numeric_limits<int64_t>::max() - 1;
+  }
+  if (starved && !all) {
+    // Rounding left a refilled class no capacity (impossible in exact arithmetic): refill
+    // every active class from scratch.
+    fill_set_.clear();
+    for (size_t c = 0; c < classes_.size(); ++c) {
+      if (classes_[c].active) fill_set_.push_back(static_cast<int32_t>(c));
+    }
+    Refill(t, /*all=*/true);
+    return;
+  }
+  if (fill_set_.size() * 4 > static_cast<size_t>(active_classes_) ||
+      ends_.size() > 2 * static_cast<size_t>(active_classes_) + 1024) {
+    // Rebuilding is cheaper than pushing most classes again, and drops stale entries.
+    end_scratch_.clear();
+    for (size_t c = 0; c < classes_.size(); ++c) {
+      if (classes_[c].active) end_scratch_.push_back(EndEntry{classes_[c].end_ps, static_cast<int32_t>(c)});
+    }
+    ends_.Rebuild(end_scratch_);
+  } else {
+    for (int32_t c : fill_set_) {
+      ends_.push(EndEntry{classes_[static_cast<size_t>(c)].end_ps, c});
+    }
+  }
+}
+
+// Drops finished classes once they outnumber the live ones, renumbering the live classes in
+// order. Called between a batch's arrival and its full refill (which rebuilds order_ and the
+// end heap).
+void FlowNetwork::Impl::MaybeCompact() {
+  const size_t live = static_cast<size_t>(active_classes_);
+  const size_t dead = classes_.size() - live;
+  if (dead < (size_t{1} << 16) || dead < live) return;
+  PodVector<FlowClass> classes;
+  PodVector<int32_t> data;
+  PodVector<int64_t> begin;
+  PodVector<double> rate;
+  PodVector<TransferId> member_ids;
+  PodVector<int32_t> member_slots;
+  PodVector<int32_t> member_next;
+  classes.reserve(live);
+  size_t batch_first = 0;
+  for (size_t c = 0; c < classes_.size(); ++c) {
+    if (c == batch_first_class_) batch_first = classes.size();
+    FlowClass k = classes_[c];
+    if (!k.active) continue;
+    begin.push_back(static_cast<int64_t>(data.size()));
+    const auto record = data_.begin() + begin_[c];
+    data.append(record, record + 2 + NumLinks(static_cast<int32_t>(c)));
+    rate.push_back(rate_[c]);
+    const int32_t old_first = k.first_member;
+    k.first_member = -1;
+    for (int32_t m = old_first; m >= 0; m = member_next_[static_cast<size_t>(m)]) {
+      member_next.push_back(k.first_member);
+      k.first_member = static_cast<int32_t>(member_ids.size());
+      member_ids.push_back(member_ids_[static_cast<size_t>(m)]);
+      member_slots.push_back(member_slots_[static_cast<size_t>(m)]);
+    }
+    classes.push_back(k);
+  }
+  batch_first_class_ = batch_first_class_ >= classes_.size() ? classes.size() : batch_first;
+  classes_ = std::move(classes);
+  data_ = std::move(data);
+  begin_ = std::move(begin);
+  rate_ = std::move(rate);
+  member_ids_ = std::move(member_ids);
+  member_slots_ = std::move(member_slots);
+  member_next_ = std::move(member_next);
+  order_.clear();
+  ends_.clear();
+}
+
+const std::vector<double>& FlowNetwork::Impl::LinkBytes() {
+  link_bytes_ = done_bytes_;
+  for (int32_t c : order_) {
+    const FlowClass& k = classes_[static_cast<size_t>(c)];
+    const double left = k.remaining - rate_[static_cast<size_t>(c)] * (static_cast<double>(time_ps_ - k.updated_ps) / kPsPerSecond);
+    const double bytes = static_cast<double>(k.bytes);
+    const double sent = Weight(c) * std::clamp(bytes - left, 0.0, bytes);
+    const int32_t* links = Links(c);
+    for (int32_t i = 0; i < NumLinks(c); ++i) link_bytes_[static_cast<size_t>(links[i])] += sent;
+  }
+  return link_bytes_;
+}
+
+std::vector<double> FlowNetwork::Impl::LinkRates() {
+  Flush();
+  std::vector<double> rates(static_cast<size_t>(num_links_), 0.0);
+  for (int32_t c : order_) {
+    const int32_t* links = Links(c);
+    for (int32_t i = 0; i < NumLinks(c); ++i) rates[static_cast<size_t>(links[i])] += Weight(c) * rate_[static_cast<size_t>(c)];
+  }
+  return rates;
+}
+
+FlowNetwork::FlowNetwork(const topo::Topology& topology, FlowOptions options)
+    : impl_(std::make_unique<Impl>(topology, options)) {}
+FlowNetwork::~FlowNetwork() = default;
+void FlowNetwork::Start(TransferId id, int64_t src_core, int64_t dst_core, Bytes bytes, Time now) {
+  impl_->Start(id, src_core, dst_core, bytes, now);
+}
+Time FlowNetwork::NextEventTime() const { return impl_->NextEventTime(); }
+std::vector<TransferId> FlowNetwork::Advance(Time t) { return impl_->Advance(t); }
+const std::vector<double>& FlowNetwork::LinkBytes() const { return impl_->LinkBytes(); }
+FlowNetwork::Stats FlowNetwork::stats() const { return impl_->stats(); }
+std::vector<double> FlowNetwork::LinkRates() const { return impl_->LinkRates(); }
+
+}  // namespace podsim::sim

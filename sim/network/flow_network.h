@@ -1,0 +1,82 @@
+#pragma once
+// Flow network: every transfer is a flow over its route (a transfer split over several paths by
+// tie-split routing is one sub-flow per path, with its share of the bytes). Links divide their
+// bandwidth among the flows crossing them by exact max-min fair share (progressive filling, the
+// idea of SimGrid's CM02/LMM model); rates are recomputed whenever flows start or finish.
+//
+// Latency: a flow competes for bandwidth from the moment it starts; its transfer completes when
+// the last byte has been sent (rate phase) plus the sum of the hop latencies of its path (the
+// last byte's flight time). Uncontended, that is exactly latency + bytes / bottleneck bandwidth,
+// the analytic model. A split transfer completes when its slowest sub-flow does.
+//
+// Speed (see tests/bench/network_bench.cc):
+//  - starts at one time are batched and rates are computed once per batch (not per Start call);
+//  - routes go into buffers reused across starts (Topology::RouteSplitInto), and consecutive
+//    starts from one core to the cores of one chip reuse the route;
+//  - flows of one batch with the same path and byte count form one weighted class: under max-min
+//    fairness they always get equal rates and finish together, so this is exact (cores of one
+//    chip sending to cores of another chip share a path). Matches are looked for among recent
+//    classes only (the previous start's, the last one to the same destination, a 16k-entry
+//    cache), so merging may be incomplete for unusual start orders, never wrong;
+//  - when classes finish, only the classes whose rate was >= the lowest finishing rate are
+//    refilled: progressive filling shows that removing a flow frozen at level s leaves every rate
+//    below s unchanged;
+//  - the filling itself (sim/network_maxmin.h) saturates all links at the minimum fair share at
+//    once, so symmetric traffic takes a few sequential sweeps, and falls back to a lazy heap of
+//    link shares when there are many distinct levels;
+//  - flat arrays (int32 link and class ids, paths stored once per class), data ends kept in a
+//    mostly unsorted run split lazily, completion ids radix-sorted.
+// Random traffic, where each finish changes most rates, costs a refill of a large part of the
+// active classes per event: see BM_FlowRandomWaves.
+//
+// LinkBytes: bytes a link has carried so far, i.e. rate x time of the flows crossing it.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/network/network_model.h"
+
+namespace podsim::sim {
+
+struct FlowOptions {
+  // Merge flows of one start batch with identical path and byte count into one weighted class.
+  // Exact; off only to measure its effect.
+  bool aggregate = true;
+};
+
+class FlowNetwork : public NetworkModel {
+ public:
+  // Counters of the work done, for benchmarks and tests.
+  struct Stats {
+    int64_t flows = 0;               // sub-flows started with bytes to move over >= 1 link
+    int64_t classes = 0;             // weighted flow classes created (== flows without aggregation)
+    int64_t full_fillings = 0;       // progressive fillings over all active classes (start batches)
+    int64_t partial_fillings = 0;    // progressive fillings of the classes at or above a finishing rate
+    int64_t classes_filled = 0;      // classes summed over all fillings
+    int64_t filling_rounds = 0;      // sweeps of the round method (see sim/network_maxmin.h)
+    int64_t heap_fillings = 0;       // fillings finished one link at a time
+    int64_t peak_active_classes = 0;
+  };
+
+  // `topology` must outlive the model.
+  explicit FlowNetwork(const topo::Topology& topology, FlowOptions options = {});
+  ~FlowNetwork() override;
+
+  std::string name() const override { return "flow"; }
+  void Start(TransferId id, int64_t src_core, int64_t dst_core, Bytes bytes, Time now) override;
+  Time NextEventTime() const override;
+  std::vector<TransferId> Advance(Time t) override;
+  const std::vector<double>& LinkBytes() const override;
+
+  Stats stats() const;
+  // Sum of the current rates of the flows crossing each link, in B/s (after pending starts).
+  std::vector<double> LinkRates() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;  // a pointer so that const queries may flush pending starts
+};
+
+}  // namespace podsim::sim

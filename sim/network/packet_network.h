@@ -1,0 +1,104 @@
+#pragma once
+// Packet network: each transfer (each path of a split transfer) is cut into packets of
+// `packet_bytes` (the last one shorter; a 0-byte transfer sends one empty packet). Every directed
+// link serves packets first come, first served with an unbounded queue; serialising p bytes takes
+// ceil(p / bandwidth) and the link's latency is the flight time to the next chip.
+//  - store-and-forward: a chip forwards a packet once it has fully arrived. Uncontended, n packets
+//    over h identical hops take h * latency + (h + n - 1) * serialisation.
+//  - cut-through (virtual cut-through): a chip starts forwarding once the packet's head arrives
+//    (the next link may not finish before the tail arrives). Uncontended: h * latency + n *
+//    serialisation, the analytic model's time up to per-packet rounding.
+// A source injects one packet of each transfer at a time: the next packet joins the first link's
+// queue when the previous one starts on it, so transfers from one source share its links
+// round-robin. For small pods and validation: it runs one event per packet per hop.
+//
+// NextEventTime also returns internal packet events, where Advance returns nothing.
+// LinkBytes: a packet's bytes count on a link when its transmission on that link is scheduled.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/network/network_model.h"
+#include "sim/network/network_util.h"
+
+namespace podsim::sim {
+
+enum class PacketSwitching : uint8_t { kStoreAndForward, kCutThrough };
+
+struct PacketOptions {
+  int64_t packet_bytes = 4096;  // payload per packet, >= 1
+  PacketSwitching switching = PacketSwitching::kCutThrough;
+};
+
+class PacketNetwork : public NetworkModel {
+ public:
+  // `topology` must outlive the model. Throws podsim::Error on packet_bytes < 1.
+  PacketNetwork(const topo::Topology& topology, PacketOptions options = {});
+
+  std::string name() const override { return "packet"; }
+  void Start(TransferId id, int64_t src_core, int64_t dst_core, Bytes bytes, Time now) override;
+  Time NextEventTime() const override;
+  std::vector<TransferId> Advance(Time t) override;
+  const std::vector<double>& LinkBytes() const override { return link_bytes_; }
+
+  // Picoseconds each link spent serialising packets so far.
+  const std::vector<int64_t>& LinkBusyPs() const { return link_busy_ps_; }
+  // Packet-hop events processed so far.
+  int64_t events_processed() const { return events_processed_; }
+
+ private:
+  // One path of one transfer, as a stream of packets.
+  struct Stream {
+    std::vector<int32_t> links;  // path, in hop order
+    int32_t slot = 0;            // transfer slot
+    int64_t bytes = 0;
+    int64_t packets = 0;      // total, >= 1
+    int64_t injected = 0;     // packets handed to the first link so far
+    int64_t delivered = 0;
+  };
+  struct Packet {
+    int32_t stream = 0;
+    int32_t hop = 0;          // index into the stream's path of the link it is queued for
+    int64_t bytes = 0;
+    int64_t tail_ps = 0;      // when its tail is fully at the current chip
+  };
+  struct TransferSlot {
+    TransferId id = 0;
+    int32_t pending = 0;  // streams not yet delivered
+  };
+  enum class EventKind : uint8_t { kArrive, kDeliver, kStreamDone };
+  struct Event {
+    int64_t time_ps;
+    uint64_t seq;
+    EventKind kind;
+    int32_t index;  // packet (kArrive, kDeliver) or stream (kStreamDone)
+    bool operator>(const Event& o) const { return time_ps != o.time_ps ? time_ps > o.time_ps : seq > o.seq; }
+  };
+
+  void Push(int64_t time_ps, EventKind kind, int32_t index);
+  void Inject(int32_t stream, int64_t time_ps);
+  void OnArrive(int32_t packet, int64_t now_ps);
+  void OnStreamDone(int32_t stream, std::vector<TransferId>* done);
+
+  const topo::Topology& topology_;
+  const PacketOptions options_;
+  std::vector<double> bandwidth_;   // per link, B/s
+  std::vector<int64_t> latency_;    // per link, ps
+  std::vector<int64_t> free_ps_;    // per link: when its last scheduled packet ends
+  std::vector<double> link_bytes_;
+  std::vector<int64_t> link_busy_ps_;
+
+  Time time_{0};
+  uint64_t next_seq_ = 0;
+  int64_t events_processed_ = 0;
+  std::vector<Event> events_;  // min-heap on (time, seq)
+  std::vector<Stream> streams_;
+  std::vector<int32_t> free_streams_;
+  std::vector<Packet> packets_;
+  std::vector<int32_t> free_packets_;
+  std::vector<TransferSlot> slots_;
+  std::vector<int32_t> free_slots_;
+};
+
+}  // namespace podsim::sim

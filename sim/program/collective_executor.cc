@@ -1,0 +1,232 @@
+#include "sim/program/collective_executor.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+
+namespace podsim::sim {
+
+CollectiveExecutor::CollectiveExecutor(Engine& engine, const ProgramPlan& plan,
+                                       const topo::Topology& topology, const MemoOptions& options,
+                                       bool memoize, DoneFn done)
+    : engine_(engine), plan_(plan), topology_(topology), options_(options), memoize_(memoize),
+      done_(std::move(done)), network_(engine, topology, options),
+      memo_by_id_(plan.collectives.size()), memo_link_bytes_(topology.links().size(), 0.0),
+      counters_(plan.collectives.size()) {}
+
+void CollectiveExecutor::Arrive(int32_t id, int64_t occurrence, int64_t device) {
+  const CollectivePlan& c = plan_.collectives[static_cast<size_t>(id)];
+  const int32_t group = c.group_of[static_cast<size_t>(device)];
+  if (group < 0) {
+    done_(device, id, engine_.now());
+    return;
+  }
+  const Key key{id, occurrence};
+  auto it = instances_.find(key);
+  if (it == instances_.end()) {
+    Instance inst;
+    inst.arrived.assign(c.groups.size(), 0);
+    inst.started.assign(c.groups.size(), 0);
+    inst.delivered.assign(static_cast<size_t>(plan_.num_partitions), 0);
+    for (const auto& g : c.groups) inst.waiting += static_cast<int64_t>(g.size());
+    it = instances_.emplace(key, std::move(inst)).first;
+  }
+  Instance& inst = it->second;
+  if (++inst.arrived[static_cast<size_t>(group)] ==
+      static_cast<int32_t>(c.groups[static_cast<size_t>(group)].size())) {
+    ready_.emplace_back(key, group);
+    ScheduleFlush();
+  }
+}
+
+void CollectiveExecutor::ScheduleFlush() {
+  if (flush_pending_) return;
+  flush_pending_ = true;
+  engine_.Schedule(engine_.now(), [this] { Flush(); });
+}
+
+void CollectiveExecutor::Flush() {
+  // Let every other event of this time step run first: all arrivals at this time join.
+  if (engine_.NextEventTime() == engine_.now()) {
+    engine_.Schedule(engine_.now(), [this] { Flush(); });
+    return;
+  }
+  flush_pending_ = false;
+  std::vector<std::pair<Key, int32_t>> ready;
+  ready.swap(ready_);
+  if (ready.empty()) return;
+  const Time now = engine_.now();
+  if (reservation_ && reservation_->end <= now) reservation_.reset();
+  // The fast path: every group of one instance, nothing else on the network.
+  const Key first = ready.front().first;
+  bool one_instance = true;
+  for (const auto& [key, group] : ready) one_instance = one_instance && key == first;
+  const CollectivePlan& c = plan_.collectives[static_cast<size_t>(first.first)];
+  if (memoize_ && one_instance && ready.size() == c.groups.size() && network_.idle() &&
+      !reservation_) {
+    RunFast(first, now);
+    return;
+  }
+  if (reservation_) Materialize();
+  // Instances whose groups all start now run as one schedule; others group by group.
+  std::map<Key, std::vector<int32_t>> by_key;
+  for (const auto& [key, group] : ready) by_key[key].push_back(group);
+  for (const auto& [key, groups] : by_key) {
+    const CollectivePlan& plan = plan_.collectives[static_cast<size_t>(key.first)];
+    const Instance& inst = instances_.at(key);
+    const bool none_started = std::none_of(inst.started.begin(), inst.started.end(),
+                                           [](uint8_t s) { return s != 0; });
+    if (none_started && groups.size() == plan.groups.size() && plan.groups.size() > 1) {
+      StartLive(key, -1, now);
+    } else {
+      for (int32_t g : groups) StartLive(key, g, now);
+    }
+  }
+  network_.CatchUp();
+}
+
+void CollectiveExecutor::RunFast(const Key& key, Time t) {
+  const std::shared_ptr<const CollectiveMemo> memo = Memo(key.first);
+  Instance& inst = instances_.at(key);
+  std::fill(inst.started.begin(), inst.started.end(), 1);
+  CollectiveCounters& counters = counters_[static_cast<size_t>(key.first)];
+  ++counters.instances;
+  ++(memo->closed_form ? counters.closed_form : counters.memoized);
+  Reservation r;
+  r.key = key;
+  r.start = t;
+  r.end = t + memo->total;
+  r.memo = memo;
+  // One event per distinct completion time.
+  const CollectivePlan& c = plan_.collectives[static_cast<size_t>(key.first)];
+  std::map<int64_t, std::vector<int64_t>> by_time;
+  for (const auto& g : c.groups) {
+    for (int64_t p : g) by_time[(t + memo->done[static_cast<size_t>(p)]).ps].push_back(p);
+  }
+  for (auto& [ps, devices] : by_time) {
+    r.events.push_back(engine_.Schedule(Time{ps}, [this, key, devices = std::move(devices)] {
+      for (int64_t d : devices) Deliver(key, d, engine_.now());
+    }));
+  }
+  for (size_t l = 0; l < memo->link_bytes.size(); ++l) memo_link_bytes_[l] += memo->link_bytes[l];
+  LinkPeriod period;
+  period.start = t;
+  period.end = r.end;
+  period.bytes = SparseBytes(memo->link_bytes);
+  period.label = c.instr->name;
+  r.period = memo_periods_.size();
+  memo_periods_.push_back(std::move(period));
+  memo_period_dropped_.push_back(0);
+  reservation_ = std::move(r);
+}
+
+void CollectiveExecutor::Materialize() {
+  Reservation r = std::move(*reservation_);
+  reservation_.reset();
+  for (EventId e : r.events) engine_.Cancel(e);
+  for (size_t l = 0; l < r.memo->link_bytes.size(); ++l) memo_link_bytes_[l] -= r.memo->link_bytes[l];
+  memo_period_dropped_[r.period] = 1;
+  ++counters_[static_cast<size_t>(r.key.first)].replayed;
+  const Key key = r.key;
+  SharedNetwork::Callbacks cb;
+  cb.device_done = [this, key](int64_t p, Time) { Deliver(key, p, engine_.now()); };
+  cb.finished = [](Time) {};
+  network_.StartRun(Schedule(key.first, -1), r.start, std::move(cb),
+                    plan_.collectives[static_cast<size_t>(key.first)].instr->name);
+  network_.CatchUp();
+}
+
+void CollectiveExecutor::StartLive(const Key& key, int32_t group, Time t) {
+  Instance& inst = instances_.at(key);
+  CollectiveCounters& counters = counters_[static_cast<size_t>(key.first)];
+  const bool first = std::none_of(inst.started.begin(), inst.started.end(),
+                                  [](uint8_t s) { return s != 0; });
+  if (first) ++counters.instances;
+  if (group < 0) {
+    std::fill(inst.started.begin(), inst.started.end(), 1);
+    counters.live_groups += static_cast<int64_t>(inst.started.size());
+  } else {
+    inst.started[static_cast<size_t>(group)] = 1;
+    ++counters.live_groups;
+  }
+  SharedNetwork::Callbacks cb;
+  cb.device_done = [this, key](int64_t p, Time) { Deliver(key, p, engine_.now()); };
+  cb.finished = [](Time) {};
+  network_.StartRun(Schedule(key.first, group), t, std::move(cb),
+                    plan_.collectives[static_cast<size_t>(key.first)].instr->name);
+}
+
+void CollectiveExecutor::Deliver(const Key& key, int64_t device, Time t) {
+  auto it = instances_.find(key);
+  if (it == instances_.end()) return;
+  Instance& inst = it->second;
+  if (device >= static_cast<int64_t>(inst.delivered.size()) ||
+      inst.delivered[static_cast<size_t>(device)]) {
+    return;
+  }
+  inst.delivered[static_cast<size_t>(device)] = 1;
+  const bool last = --inst.waiting == 0;
+  if (last) instances_.erase(it);
+  done_(device, key.first, t);
+}
+
+std::shared_ptr<const CollectiveMemo> CollectiveExecutor::Memo(int32_t id) {
+  auto& slot = memo_by_id_[static_cast<size_t>(id)];
+  if (slot) return slot;
+  const CollectivePlan& c = plan_.collectives[static_cast<size_t>(id)];
+  const std::string signature = MemoSignature(c);
+  auto it = memo_by_signature_.find(signature);
+  if (it == memo_by_signature_.end()) {
+    auto memo = std::make_shared<const CollectiveMemo>(ComputeMemo(c, topology_, options_));
+    it = memo_by_signature_.emplace(signature, std::move(memo)).first;
+  }
+  slot = it->second;
+  return slot;
+}
+
+std::shared_ptr<const ScheduleData> CollectiveExecutor::Schedule(int32_t id, int32_t group) {
+  const Key key{id, group};
+  auto it = schedules_.find(key);
+  if (it != schedules_.end()) return it->second;
+  const CollectivePlan& c = plan_.collectives[static_cast<size_t>(id)];
+  CollectiveSpec spec = c.spec;
+  if (group >= 0) {
+    const std::vector<int64_t>& members = c.groups[static_cast<size_t>(group)];
+    if (spec.kind == CollectiveKind::kCollectivePermute) {
+      spec.source_target_pairs.clear();
+      for (const auto& pair : c.spec.source_target_pairs) {
+        if (std::binary_search(members.begin(), members.end(), pair.first)) {
+          spec.source_target_pairs.push_back(pair);
+        }
+      }
+    } else {
+      spec.replica_groups = {members};
+    }
+  }
+  auto data = MakeScheduleData(spec, topology_, c.algorithm);
+  schedules_.emplace(key, data);
+  return data;
+}
+
+std::vector<double> CollectiveExecutor::LinkBytes() const {
+  std::vector<double> bytes = network_.LinkBytes();
+  bytes.resize(memo_link_bytes_.size(), 0.0);
+  for (size_t l = 0; l < bytes.size(); ++l) bytes[l] += memo_link_bytes_[l];
+  return bytes;
+}
+
+std::vector<LinkPeriod> CollectiveExecutor::LinkPeriods() const {
+  std::vector<LinkPeriod> out = network_.periods();
+  for (size_t k = 0; k < memo_periods_.size(); ++k) {
+    if (!memo_period_dropped_[k]) out.push_back(memo_periods_[k]);
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const LinkPeriod& a, const LinkPeriod& b) { return a.start < b.start; });
+  return out;
+}
+
+const CollectiveMemo* CollectiveExecutor::memo(int32_t id) const {
+  return memo_by_id_[static_cast<size_t>(id)].get();
+}
+
+}  // namespace podsim::sim

@@ -1,0 +1,72 @@
+#pragma once
+// What the program runner needs from a collective's schedule, computed once per distinct
+// collective:
+//  - ScheduleData: a schedule with its successor lists (CSR) and, per partition, how many
+//    transfers touch it, to run it on the shared network (sim/program_network.h);
+//  - CollectiveMemo: the collective's duration when it runs alone on an otherwise idle network
+//    with every group starting together, per partition, and the bytes it puts on each link.
+//    Exact (the schedule run on a fresh network model of the configured kind, as RunTiming
+//    does) unless the schedule would exceed exact_max_transfers network transfers and the
+//    algorithm is "direct", whose closed form (sim/collectives/analytic.h) agrees with the flow
+//    model within a few hop latencies; then every member finishes at the closed-form time and
+//    the link bytes come from routing each pair's bytes.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/units.h"
+#include "sim/collectives/schedule.h"
+#include "sim/network/network_factory.h"
+#include "sim/program/program_plan.h"
+#include "topologies/topology.h"
+
+namespace podsim::sim {
+
+struct ScheduleData {
+  Schedule schedule;
+  std::vector<int64_t> first_successor;  // CSR over transfers (size transfers + 1)
+  std::vector<int64_t> successors;
+  std::vector<int32_t> deps;             // per transfer: number of deps
+  std::vector<int64_t> roots;            // transfers without deps
+  std::vector<int32_t> touches;          // per partition: transfers with src or dst there
+  std::vector<int64_t> participants;     // partitions of its groups (or permute pairs), sorted
+};
+
+// Builds and indexes the schedule of `spec` (its groups as given) on `topology`.
+std::shared_ptr<const ScheduleData> MakeScheduleData(const CollectiveSpec& spec,
+                                                     const topo::Topology& topology,
+                                                     const AlgorithmOptions& algorithm);
+
+struct MemoOptions {
+  std::string network = "flow";
+  NetworkOptions network_options;
+  Time fixed_overhead{0};           // per collective, before its first transfer
+  double local_copy_bandwidth = 0;  // B/s of local copies / reductions (0: free)
+  int64_t exact_max_transfers = 300000;
+};
+
+struct CollectiveMemo {
+  bool closed_form = false;
+  Time total{0};                       // start to the last member's completion
+  std::vector<Time> done;              // per partition: completion after the start (members)
+  std::vector<double> link_bytes;      // per directed link
+  int64_t network_transfers = 0;       // of the schedule (estimated for the closed form)
+};
+
+// Network transfers the plan's schedule would have, without building it when the algorithm is
+// "direct" (every ordered pair of a group; all-reduce: two rounds); -1 when unknown.
+int64_t EstimateTransfers(const CollectivePlan& plan);
+
+// The memo of `plan`'s collective (all its groups starting together on an idle network).
+CollectiveMemo ComputeMemo(const CollectivePlan& plan, const topo::Topology& topology,
+                           const MemoOptions& options);
+
+// Bytes per directed link of a "direct" collective (one message per ordered pair of a group).
+std::vector<double> DirectLinkBytes(const CollectiveSpec& spec, const topo::Topology& topology);
+
+// A key equal for collectives whose memo is the same (kind, sizes, groups, pairs, algorithm).
+std::string MemoSignature(const CollectivePlan& plan);
+
+}  // namespace podsim::sim

@@ -1,0 +1,13 @@
+#include "sim/program/run_result.h"
+
+namespace podsim::sim {
+
+bool FunctionalResult::ok() const {
+  if (max_error_vs_interpreter != 0) return false;
+  for (const CollectiveCheck& c : collectives) {
+    if (!c.ok()) return false;
+  }
+  return true;
+}
+
+}  // namespace podsim::sim

@@ -1,0 +1,97 @@
+#pragma once
+// The shared network of a program run: one network model (sim/network_factory.h) on which the
+// schedules of every collective group in flight run concurrently, so that collectives that
+// overlap in time share links. Its events are driven by the engine (one wake-up event at the
+// model's next event time); it reports, per run, when each partition's part is done (the last
+// transfer that partition sends or receives) and when the whole run is done.
+//
+// Same semantics as RunTiming (sim/collectives/timing.h): a run's first transfers start after the
+// fixed overhead, a transfer starts when its deps have completed, local transfers take bytes /
+// local_copy_bandwidth (or no time).
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <queue>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/engine/engine.h"
+#include "sim/network/network_model.h"
+#include "sim/program/collective_memo.h"
+#include "sim/program/trace.h"
+#include "topologies/topology.h"
+
+namespace podsim::sim {
+
+// Nonzero entries of `bytes`, ascending.
+std::vector<std::pair<int32_t, double>> SparseBytes(const std::vector<double>& bytes);
+
+class SharedNetwork {
+ public:
+  struct Callbacks {
+    // The partition's part is done at t (t may lie before engine.now() when a run is replayed
+    // from the past; see StartRun).
+    std::function<void(int64_t partition, Time t)> device_done;
+    std::function<void(Time t)> finished;  // every transfer completed
+  };
+
+  SharedNetwork(Engine& engine, const topo::Topology& topology, const MemoOptions& options);
+  ~SharedNetwork();
+  SharedNetwork(const SharedNetwork&) = delete;
+  SharedNetwork& operator=(const SharedNetwork&) = delete;
+
+  // Starts running `data` at `start` <= engine.now(). A start in the past (a replay) is allowed
+  // only while the network has been idle since `start`; CatchUp() then replays it up to now.
+  void StartRun(std::shared_ptr<const ScheduleData> data, Time start, Callbacks callbacks,
+                const std::string& label);
+  // Processes every event up to engine.now() and schedules the next wake-up.
+  void CatchUp();
+
+  bool idle() const { return runs_.empty(); }
+  // Bytes each directed link carried so far.
+  const std::vector<double>& LinkBytes() const { return network_->LinkBytes(); }
+  const std::vector<LinkPeriod>& periods() const { return periods_; }
+  const std::string& model_name() const { return model_name_; }
+
+ private:
+  struct Run {
+    std::shared_ptr<const ScheduleData> data;
+    int64_t base = 0;
+    std::vector<int32_t> remaining;    // per transfer: deps not yet completed
+    std::vector<int32_t> touches_left; // per partition
+    int64_t left = 0;                  // transfers not yet completed
+    Callbacks callbacks;
+  };
+
+  void ProcessUntil(Time t);
+  void Rearm();
+  void StartRoots(int64_t base, Time t);
+  void StartTransfer(Run& run, int64_t index, Time t);
+  void Complete(int64_t id, Time t);
+  void Touch(Run& run, int64_t partition, Time t);
+  void Finish(int64_t base, Time t);
+
+  Engine& engine_;
+  const topo::Topology& topology_;
+  MemoOptions options_;
+  std::unique_ptr<NetworkModel> network_;
+  std::string model_name_;
+  std::map<int64_t, std::unique_ptr<Run>> runs_;  // by first transfer id
+  int64_t next_base_ = 0;
+  using Timed = std::pair<int64_t, int64_t>;     // (ps, id)
+  std::priority_queue<Timed, std::vector<Timed>, std::greater<Timed>> local_;
+  std::priority_queue<Timed, std::vector<Timed>, std::greater<Timed>> pending_starts_;  // (ps, base)
+  std::vector<int64_t> immediate_;  // zero-time local transfers to complete now
+  EventId wake_;
+  Time wake_time_ = Time::Max();
+  // The busy period in progress.
+  Time period_start_{0};
+  std::vector<double> period_snapshot_;
+  std::vector<std::string> period_labels_;
+  std::vector<LinkPeriod> periods_;
+};
+
+}  // namespace podsim::sim

@@ -1,0 +1,405 @@
+// Fusion planning (sim/fusion.h): which instructions share a kernel and how many HBM bytes the
+// kernel moves, derived by hand.
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "ir/builder.h"
+#include "ir/cost.h"
+#include "sim/device/fusion.h"
+
+namespace podsim::sim {
+namespace {
+
+using ir::Builder;
+using ir::DType;
+using ir::Shape;
+
+constexpr double kMiB = 1 << 20;
+
+FusionPlan Plan(const ir::Module& m, bool enabled) {
+  return PlanFusion(*m.entry(), ir::AnalyzeCost(m).per_instruction, enabled);
+}
+
+const FusionGroup& GroupOf(const FusionPlan& plan, const ir::Instruction* i) {
+  return plan.groups.at(static_cast<size_t>(plan.group_of.at(i)));
+}
+
+TEST_CASE("an elementwise chain fuses; its intermediate never reaches HBM") {
+  // mul(add(x, y), z), all f32[1024,1024] (4 MiB each).
+  // Unfused: add reads 8 MiB writes 4, mul reads 8 writes 4: 24 MiB in two ops.
+  // Fused: reads x, y, z once (12 MiB), writes the mul (4 MiB): 16 MiB in one op.
+  ir::Module m("chain");
+  Builder b(m.AddComputation("main", true));
+  const Shape s(DType::kF32, {1024, 1024});
+  auto* x = b.Parameter(0, s, "x");
+  auto* y = b.Parameter(1, s, "y");
+  auto* z = b.Parameter(2, s, "z");
+  auto* add = b.Add(x, y);
+  auto* mul = b.Mul(add, z);
+
+  const FusionPlan fused = Plan(m, true);
+  const FusionGroup& g = GroupOf(fused, mul);
+  CHECK(fused.group_of.at(add) == fused.group_of.at(mul));
+  CHECK(g.kind == FusionKind::kLoop);
+  CHECK(g.members.size() == 2);
+  CHECK(g.root == mul);
+  CHECK(g.inputs.size() == 3);
+  CHECK(g.hbm_bytes == 16 * kMiB);
+  CHECK(fused.bytes_saved == 8 * kMiB);
+
+  const FusionPlan unfused = Plan(m, false);
+  CHECK(unfused.group_of.at(add) != unfused.group_of.at(mul));
+  CHECK(GroupOf(unfused, add).hbm_bytes == 12 * kMiB);
+  CHECK(GroupOf(unfused, mul).hbm_bytes == 12 * kMiB);
+}
+
+TEST_CASE("elementwise producers fuse into a reduce; the reduce does not fuse into its user") {
+  // r = reduce(exp(x)) over dim 1 of f32[256,1024] (1 MiB): input fusion reading x once and
+  // writing r (1 KiB). n = neg(r) is its own op.
+  ir::Module m("reduce");
+  Builder b(m.AddComputation("main", true));
+  auto* x = b.Parameter(0, Shape(DType::kF32, {256, 1024}), "x");
+  auto* e = b.Exp(x);
+  auto* r = b.Reduce(e, {1}, ir::ReduceKind::kAdd);
+  auto* n = b.Neg(r);
+  const FusionPlan plan = Plan(m, true);
+  const FusionGroup& g = GroupOf(plan, r);
+  CHECK(g.kind == FusionKind::kInput);
+  CHECK(plan.group_of.at(e) == plan.group_of.at(r));
+  CHECK(plan.group_of.at(n) != plan.group_of.at(r));
+  CHECK(g.hbm_bytes == 1 * kMiB + 1024);
+}
+
+TEST_CASE("a dot fuses into its elementwise consumers (output fusion); broadcasts duplicate") {
+  // t = tanh(dot(x, w) + broadcast(bias)); u = bias_b * 2 uses the same broadcast elsewhere.
+  // The dot, the add, the tanh and a copy of the broadcast form one kernel reading x, w and
+  // bias (not the broadcast result) and writing t.
+  ir::Module m("output");
+  Builder b(m.AddComputation("main", true));
+  auto* x = b.Parameter(0, Shape(DType::kBF16, {128, 256}), "x");
+  auto* w = b.Parameter(1, Shape(DType::kBF16, {256, 512}), "w");
+  auto* bias = b.Parameter(2, Shape(DType::kBF16, {512}), "bias");
+  ir::DotDims dims;
+  dims.lhs_contracting = {1};
+  dims.rhs_contracting = {0};
+  auto* dot = b.Dot(x, w, dims);
+  auto* bb = b.Broadcast(bias, {128, 512}, {1});
+  auto* t = b.Tanh(b.Add(dot, bb));
+  auto* two = b.BroadcastScalar(b.ConstantScalar(DType::kBF16, 2), {128, 512});
+  auto* u = b.Mul(bb, two);
+  b.computation()->set_root(b.Tuple({t, u}));
+  const FusionPlan plan = Plan(m, true);
+  const FusionGroup& g = GroupOf(plan, t);
+  CHECK(g.kind == FusionKind::kOutput);
+  CHECK(plan.group_of.at(dot) == plan.group_of.at(t));
+  CHECK(std::count(g.members.begin(), g.members.end(), bb) == 1);
+  // x (64 KiB) + w (256 KiB) + bias (1 KiB) read, t (128 KiB) written.
+  CHECK(g.hbm_bytes == (128 * 256 + 256 * 512 + 512 + 128 * 512) * 2.0);
+  // The broadcast is also computed inside u's kernel, so it never runs on its own.
+  CHECK(plan.group_of.count(bb) == 0);
+  CHECK(std::count(GroupOf(plan, u).members.begin(), GroupOf(plan, u).members.end(), bb) == 1);
+}
+
+TEST_CASE("an iota read twice inside one kernel is computed there and nowhere else") {
+  // select(i == a, i, a) + i  with i = iota: one loop fusion; the iota never runs on its own.
+  ir::Module m("iota");
+  Builder b(m.AddComputation("main", true));
+  auto* a = b.Parameter(0, Shape(DType::kS32, {64}), "a");
+  auto* i = b.Iota(Shape(DType::kS32, {64}), 0);
+  auto* sel = b.Select(b.Compare(i, a, ir::Comparison::kEq), i, a);
+  auto* root = b.Add(sel, i);
+  const FusionPlan plan = Plan(m, true);
+  // Every user of the iota is in the kernel, so the kernel owns it.
+  CHECK(plan.group_of.at(i) == plan.group_of.at(root));
+  CHECK(plan.groups.size() == 2);  // the parameter, and the fusion
+  CHECK(GroupOf(plan, root).hbm_bytes == 2 * 64 * 4);  // reads a, writes the result
+}
+
+TEST_CASE("a producer read by a reduce and by a loop kernel: one multi-output kernel") {
+  // a = exp(x) feeds the reduce r of a and p = a + 1, all over f32[64,64] (16 KiB).
+  // Single-output fusion leaves three kernels (a, r, p); multi-output fusion merges a into r
+  // (producer-consumer: r reads a), then that kernel into p (p reads a, not a reduce value; the
+  // iteration shape [64,64] is r's operand's and p's). One input kernel: exp, reduce, constant,
+  // broadcast, add; reads x (16384 B) once, writes r (64 * 4 = 256 B) and p (16384 B); a never
+  // reaches HBM (both its readers are inside).
+  ir::Module m("shared");
+  Builder b(m.AddComputation("main", true));
+  auto* x = b.Parameter(0, Shape(DType::kF32, {64, 64}), "x");
+  auto* a = b.Exp(x);
+  auto* r = b.Reduce(a, {1}, ir::ReduceKind::kAdd);
+  auto* p = b.Add(a, b.BroadcastScalar(b.ConstantScalar(DType::kF32, 1), {64, 64}));
+  b.computation()->set_root(b.Tuple({p, r}));
+  const FusionPlan plan = Plan(m, true);
+  CHECK(plan.group_of.at(a) == plan.group_of.at(p));
+  CHECK(plan.group_of.at(r) == plan.group_of.at(p));
+  const FusionGroup& g = GroupOf(plan, p);
+  CHECK(g.kind == FusionKind::kInput);
+  CHECK(g.root == p);
+  CHECK(g.members.size() == 5);
+  CHECK(g.outputs == std::vector<const ir::Instruction*>{r, p});
+  CHECK(g.hbm_bytes == 16384 + 256 + 16384);
+}
+
+// x f32[64,256] (65536 B). softmax over dim 1, as the models build it:
+//   mx = reduce-max(x) [64] (256 B); e = exp(x - broadcast(mx)); sm = reduce-add(e) [64];
+//   y = e / broadcast(sm).
+struct Softmax {
+  const ir::Instruction *x, *mx, *sub, *e, *sm, *y;
+};
+Softmax BuildSoftmax(ir::Module& m) {
+  Builder b(m.AddComputation("main", true));
+  Softmax s;
+  s.x = b.Parameter(0, Shape(DType::kF32, {64, 256}), "x");
+  auto* x = const_cast<ir::Instruction*>(s.x);
+  auto* mx = b.Reduce(x, {1}, ir::ReduceKind::kMax);
+  auto* sub = b.Sub(x, b.Broadcast(mx, {64, 256}, {0}));
+  auto* e = b.Exp(sub);
+  auto* sm = b.Reduce(e, {1}, ir::ReduceKind::kAdd);
+  s.y = b.Div(e, b.Broadcast(sm, {64, 256}, {0}));
+  s.mx = mx;
+  s.sub = sub;
+  s.e = e;
+  s.sm = sm;
+  return s;
+}
+
+TEST_CASE("softmax: one pass for the max, one for exp and sum, one for the normalize") {
+  // Kernels, in order:
+  //  1. reduce-max: reads x, writes mx: 65536 + 256 = 65792 B. Its result cannot feed a member
+  //     of the kernel that computes it, so it stays alone.
+  //  2. exp and sum, multi-output (the exp kernel x - broadcast(mx) -> exp merged into the
+  //     reduce that reads it): reads x and mx (65536 + 256), writes e (the divide reads it:
+  //     exp is expensive, so it is not recomputed there) and sm (65536 + 256): 131584 B.
+  //  3. divide with a copy of broadcast(sm): reads e and sm, writes y: 65536 + 256 + 65536
+  //     = 131328 B.
+  // Total 328704 B: x is read twice, e written once and read once, y written once.
+  ir::Module m("softmax");
+  const Softmax s = BuildSoftmax(m);
+  const FusionPlan plan = Plan(m, true);
+  CHECK(plan.groups.size() == 4);  // the parameter and three kernels
+  const FusionGroup& max = GroupOf(plan, s.mx);
+  CHECK(max.members.size() == 1);
+  CHECK(max.hbm_bytes == 65792);
+  const FusionGroup& exp_sum = GroupOf(plan, s.sm);
+  CHECK(plan.group_of.at(s.e) == plan.group_of.at(s.sm));
+  CHECK(plan.group_of.at(s.sub) == plan.group_of.at(s.sm));
+  CHECK(plan.group_of.at(s.mx) != plan.group_of.at(s.sm));
+  CHECK(exp_sum.kind == FusionKind::kInput);
+  CHECK(exp_sum.outputs == std::vector<const ir::Instruction*>{s.e, s.sm});
+  CHECK(exp_sum.hbm_bytes == 131584);
+  const FusionGroup& norm = GroupOf(plan, s.y);
+  CHECK(norm.kind == FusionKind::kLoop);
+  CHECK(std::count(norm.members.begin(), norm.members.end(), s.e) == 0);
+  CHECK(norm.hbm_bytes == 131328);
+  double total = 0;
+  for (const FusionGroup& g : plan.groups) total += g.hbm_bytes;
+  CHECK(total == 328704);
+}
+
+TEST_CASE("softmax with fusion off: every instruction is its own kernel") {
+  // 7 kernels plus the parameter, each with its cost-analysis bytes (operands + result):
+  //  reduce-max 65536 + 256; broadcast 256 + 65536; subtract 2 * 65536 + 65536; exp 65536 +
+  //  65536; reduce-add 65536 + 256; broadcast 256 + 65536; divide 2 * 65536 + 65536.
+  //  Sum: 3 * 65792 (reduce, broadcast, reduce) + 65792 (the other broadcast) + 2 * 196608
+  //  + 131072 = 263168 + 393216 + 131072 = 787456 B.
+  ir::Module m("softmax");
+  const Softmax s = BuildSoftmax(m);
+  const FusionPlan plan = Plan(m, false);
+  CHECK(plan.groups.size() == 8);
+  CHECK(plan.fused_instructions == 0);
+  double total = 0;
+  for (const FusionGroup& g : plan.groups) {
+    CHECK(g.members.size() == 1);
+    CHECK(g.kind == FusionKind::kNone);
+    total += g.hbm_bytes;
+  }
+  CHECK(total == 787456);
+  CHECK(GroupOf(plan, s.e).hbm_bytes == 131072);
+}
+
+TEST_CASE("a cheap producer with users in two kernels is duplicated into both") {
+  // n = neg(x) (x f32[256], 1 KiB) feeds u = n + y [256] and t = broadcast(n) [4,256] * w.
+  // neg is not expensive and a copy reads x (1 KiB), no more than n itself: each kernel
+  // computes it, and it never runs alone. The two kernels loop over different shapes ([256],
+  // [4,256]), so they do not merge.
+  //  u's kernel: reads x, y, writes u: 3 * 1024 = 3072 B.
+  //  t's kernel (n, broadcast, multiply): reads x (1024) and w (4096), writes t (4096): 9216 B.
+  ir::Module m("dup");
+  Builder b(m.AddComputation("main", true));
+  auto* x = b.Parameter(0, Shape(DType::kF32, {256}), "x");
+  auto* y = b.Parameter(1, Shape(DType::kF32, {256}), "y");
+  auto* w = b.Parameter(2, Shape(DType::kF32, {4, 256}), "w");
+  auto* n = b.Neg(x);
+  auto* u = b.Add(n, y);
+  auto* t = b.Mul(b.Broadcast(n, {4, 256}, {1}), w);
+  b.computation()->set_root(b.Tuple({u, t}));
+  const FusionPlan plan = Plan(m, true);
+  CHECK(plan.group_of.count(n) == 0);
+  const FusionGroup& gu = GroupOf(plan, u);
+  const FusionGroup& gt = GroupOf(plan, t);
+  CHECK(plan.group_of.at(u) != plan.group_of.at(t));
+  CHECK(std::count(gu.members.begin(), gu.members.end(), n) == 1);
+  CHECK(std::count(gt.members.begin(), gt.members.end(), n) == 1);
+  CHECK(gu.hbm_bytes == 3072);
+  CHECK(gt.hbm_bytes == 9216);
+}
+
+TEST_CASE("an expensive producer is not duplicated: computed once, written once") {
+  // As above with n = exp(x): exp is expensive, so t's kernel does not recompute it. u's kernel
+  // takes n as a multi-output producer (u reads it, t's kernel runs after u's), computing exp
+  // once and writing it for t.
+  //  u's kernel: reads x, y; writes n and u: 4 * 1024 = 4096 B.
+  //  t's kernel (broadcast, multiply): reads n (1024) and w (4096), writes t (4096): 9216 B.
+  ir::Module m("expensive");
+  Builder b(m.AddComputation("main", true));
+  auto* x = b.Parameter(0, Shape(DType::kF32, {256}), "x");
+  auto* y = b.Parameter(1, Shape(DType::kF32, {256}), "y");
+  auto* w = b.Parameter(2, Shape(DType::kF32, {4, 256}), "w");
+  auto* n = b.Exp(x);
+  auto* u = b.Add(n, y);
+  auto* t = b.Mul(b.Broadcast(n, {4, 256}, {1}), w);
+  b.computation()->set_root(b.Tuple({u, t}));
+  const FusionPlan plan = Plan(m, true);
+  CHECK(plan.group_of.at(n) == plan.group_of.at(u));
+  const FusionGroup& gt = GroupOf(plan, t);
+  CHECK(std::count(gt.members.begin(), gt.members.end(), n) == 0);
+  CHECK(std::count(gt.inputs.begin(), gt.inputs.end(), n) == 1);
+  CHECK(GroupOf(plan, u).outputs == std::vector<const ir::Instruction*>{n, u});
+  CHECK(GroupOf(plan, u).hbm_bytes == 4096);
+  CHECK(gt.hbm_bytes == 9216);
+}
+
+TEST_CASE("a value whose cheap user is copied into a later kernel is written for it") {
+  // e = exp(p0) (expensive, f32[1024], 4 KiB); n = neg(e) is cheap and copied into both of
+  // its users' kernels: b = n + p1 [1024] and r = reshape(n) [32,32] (a different loop shape,
+  // so the two do not merge). b's kernel takes e as a multi-output producer (it reads e through
+  // its copy of n, r's kernel runs after it); r's copy of n reads e from HBM, so b's kernel
+  // must write e as well as b.
+  //  b's kernel: reads p0, p1; writes e, b: 4 * 4096 = 16384 B.
+  //  r's kernel (n, reshape): reads e, writes r: 2 * 4096 = 8192 B.
+  ir::Module m("copied_user");
+  Builder b(m.AddComputation("main", true));
+  const Shape s(DType::kF32, {1024});
+  auto* e = b.Exp(b.Parameter(0, s, "p0"));
+  auto* n = b.Neg(e);
+  auto* sum = b.Add(n, b.Parameter(1, s, "p1"));
+  auto* r = b.Reshape(n, {32, 32});
+  b.computation()->set_root(b.Tuple({sum, r}));
+  const FusionPlan plan = Plan(m, true);
+  REQUIRE(plan.group_of.at(e) == plan.group_of.at(sum));
+  const FusionGroup& gb = GroupOf(plan, sum);
+  const FusionGroup& gr = GroupOf(plan, r);
+  CHECK(gb.outputs == std::vector<const ir::Instruction*>{e, sum});
+  CHECK(std::count(gr.inputs.begin(), gr.inputs.end(), e) == 1);
+  CHECK(gb.hbm_bytes == 16384);
+  CHECK(gr.hbm_bytes == 8192);
+}
+
+TEST_CASE("a cheap producer that reads more than it writes is not duplicated") {
+  // r = x + y (f32[256] each, 1 KiB) feeds neg(r) and broadcast(r) [4,256] * w: a copy would
+  // read 2 KiB instead of r's 1 KiB, so r runs as its own kernel (reads 2048, writes 1024 B).
+  ir::Module m("residual");
+  Builder b(m.AddComputation("main", true));
+  auto* x = b.Parameter(0, Shape(DType::kF32, {256}), "x");
+  auto* y = b.Parameter(1, Shape(DType::kF32, {256}), "y");
+  auto* w = b.Parameter(2, Shape(DType::kF32, {4, 256}), "w");
+  auto* r = b.Add(x, y);
+  auto* n = b.Neg(r);
+  auto* t = b.Mul(b.Broadcast(r, {4, 256}, {1}), w);
+  b.computation()->set_root(b.Tuple({n, t}));
+  const FusionPlan plan = Plan(m, true);
+  CHECK(std::count(GroupOf(plan, t).members.begin(), GroupOf(plan, t).members.end(), r) == 0);
+  // r may still merge with n's kernel (multi-output: n reads it); either way it is computed
+  // once and written once for t.
+  CHECK(std::count(GroupOf(plan, t).inputs.begin(), GroupOf(plan, t).inputs.end(), r) == 1);
+}
+
+TEST_CASE("siblings reading the same input share one read; a kernel in between blocks it") {
+  // x f32[256] (1 KiB): siblings a = neg(x) and c = abs(x), both returned: one kernel reading
+  // x once and writing a and c: 3 * 1024 = 3072 B (unfused: two kernels of 2048 B).
+  ir::Module m("siblings");
+  Builder b(m.AddComputation("main", true));
+  auto* x = b.Parameter(0, Shape(DType::kF32, {256}), "x");
+  auto* a = b.Neg(x);
+  auto* c = b.Abs(x);
+  b.computation()->set_root(b.Tuple({a, c}));
+  const FusionPlan plan = Plan(m, true);
+  CHECK(plan.group_of.at(a) == plan.group_of.at(c));
+  CHECK(GroupOf(plan, c).outputs == std::vector<const ir::Instruction*>{a, c});
+  CHECK(GroupOf(plan, c).hbm_bytes == 3072);
+  // Fusion off: two kernels of 2048 B.
+  const FusionPlan off = Plan(m, false);
+  CHECK(off.group_of.at(a) != off.group_of.at(c));
+  CHECK(GroupOf(off, a).hbm_bytes == 2048);
+
+  // With a cumsum of a (never fused) between a and c, the merged kernel would run where c
+  // runs, after the cumsum that needs a: no merge.
+  ir::Module m2("blocked");
+  Builder b2(m2.AddComputation("main", true));
+  auto* x2 = b2.Parameter(0, Shape(DType::kF32, {256}), "x");
+  auto* a2 = b2.Neg(x2);
+  auto* cs = b2.Cumsum(a2, 0);
+  auto* c2 = b2.Abs(x2);
+  b2.computation()->set_root(b2.Tuple({cs, c2}));
+  const FusionPlan blocked = Plan(m2, true);
+  CHECK(blocked.group_of.at(a2) != blocked.group_of.at(c2));
+  CHECK(GroupOf(blocked, c2).hbm_bytes == 2048);
+}
+
+TEST_CASE("data movement other than broadcast / reshape is not fused") {
+  ir::Module m("transpose");
+  Builder b(m.AddComputation("main", true));
+  auto* x = b.Parameter(0, Shape(DType::kF32, {64, 32}), "x");
+  auto* t = b.Transpose(x, {1, 0});
+  auto* n = b.Neg(t);
+  const FusionPlan plan = Plan(m, true);
+  CHECK(plan.group_of.at(t) != plan.group_of.at(n));
+}
+
+TEST_CASE("a reshape or transpose that only moves unit dims is a bitcast: no kernel, no bytes") {
+  // [1,8,4] -> transpose {1,0,2} -> [8,1,4]: the non-unit dims 8, 4 keep their order, so every
+  // element stays where it is. transpose {2,1,0} -> [4,8,1] swaps them: a real copy,
+  // (32 + 32) * 4 = 256 bytes. reshape [8,4] -> [8,1,4] is a bitcast, [8,4] -> [32] is not
+  // counted as one (it merges dims).
+  ir::Module m("bitcast");
+  Builder b(m.AddComputation("main", true));
+  auto* x = b.Parameter(0, Shape(DType::kF32, {1, 8, 4}), "x");
+  auto* moved = b.Transpose(x, {1, 0, 2});
+  auto* swapped = b.Transpose(x, {2, 1, 0});
+  auto* y = b.Parameter(1, Shape(DType::kF32, {8, 4}), "y");
+  auto* unit = b.Reshape(y, {8, 1, 4});
+  auto* merged = b.Reshape(y, {32});
+  b.Tuple({moved, swapped, unit, merged});
+  CHECK(IsBitcast(*moved));
+  CHECK_FALSE(IsBitcast(*swapped));
+  CHECK(IsBitcast(*unit));
+  CHECK_FALSE(IsBitcast(*merged));
+  const FusionPlan plan = Plan(m, true);
+  CHECK(GroupOf(plan, moved).bitcast);
+  CHECK(GroupOf(plan, moved).hbm_bytes == 0);
+  CHECK_FALSE(GroupOf(plan, swapped).bitcast);
+  CHECK(GroupOf(plan, swapped).hbm_bytes == 256);
+}
+
+TEST_CASE("an outer-product dot fuses like an elementwise multiply") {
+  // neg(dot(a [64], b [32]) with no contracting dims) -> [64,32] f32: one loop fusion reading
+  // a and b ((64 + 32) * 4 = 384 bytes) and writing 64*32*4 = 8192 bytes.
+  ir::Module m("outer");
+  Builder b(m.AddComputation("main", true));
+  auto* a = b.Parameter(0, Shape(DType::kF32, {64}), "a");
+  auto* c = b.Parameter(1, Shape(DType::kF32, {32}), "c");
+  auto* outer = b.Dot(a, c, ir::DotDims{});
+  auto* n = b.Neg(outer);
+  CHECK(IsOuterProduct(*outer));
+  const FusionPlan plan = Plan(m, true);
+  CHECK(plan.group_of.at(outer) == plan.group_of.at(n));
+  CHECK(GroupOf(plan, n).kind == FusionKind::kLoop);
+  CHECK(GroupOf(plan, n).hbm_bytes == 384 + 8192);
+}
+
+}  // namespace
+}  // namespace podsim::sim

@@ -1,0 +1,161 @@
+// Per-device memory liveness (sim/memory.h) on hand-traced programs.
+
+#include <doctest/doctest.h>
+
+#include <memory>
+
+#include "ir/builder.h"
+#include "sim/program/memory.h"
+#include "sim/program/program_plan.h"
+#include "topologies/config.h"
+#include "topologies/load.h"
+
+namespace podsim::sim {
+namespace {
+
+using ir::Builder;
+using ir::DType;
+using ir::Shape;
+
+std::unique_ptr<topo::Topology> Ring(int64_t chips) {
+  topo::TopologyConfig c;
+  c.kind = "torus";
+  c.dims = {chips};
+  return topo::MakeTopology(c);
+}
+
+MemoryResult Analyze(const ir::Module& m, int64_t partitions, double capacity, bool async,
+                     bool fusion = false) {
+  const auto topology = Ring(partitions);
+  PlanOptions options;
+  options.fusion = fusion;
+  options.num_partitions = partitions;
+  return AnalyzeMemory(BuildProgramPlan(m, *topology, options), capacity, async);
+}
+
+// p0, p1: f32[256] (1 KiB each). Unfused steps and what is live while each runs:
+//   a = exp(p0)            p0 p1 a          3 KiB   (a freed after b)
+//   b = add(a, p1)         p0 p1 a b        4 KiB
+//   c = broadcast(b) [4,256]  p0 p1 b c     7 KiB   (b freed after c)   <- first peak
+//   d = reduce(c) [256]    p0 p1 c d        7 KiB   (d is the output)
+void BuildChain(ir::Module& m) {
+  Builder b(m.AddComputation("main", true));
+  const Shape s(DType::kF32, {256});
+  auto* p0 = b.Parameter(0, s, "p0");
+  auto* p1 = b.Parameter(1, s, "p1");
+  auto* a = b.Exp(p0);
+  a->name = "a";
+  auto* sum = b.Add(a, p1);
+  auto* c = b.Broadcast(sum, {4, 256}, {1});
+  c->name = "c";
+  b.Reduce(c, {0}, ir::ReduceKind::kAdd);
+}
+
+TEST_CASE("liveness on a hand-traced program: peak and breakdown at the peak") {
+  ir::Module m("chain");
+  BuildChain(m);
+  const MemoryResult r = Analyze(m, 1, 1e9, true);
+  CHECK(r.peak_bytes == 7 * 1024);
+  CHECK(r.peak_instruction == "%c");
+  CHECK(r.at_peak.parameters == 2048);
+  CHECK(r.at_peak.temporaries == 1024 + 4096);  // b and c
+  CHECK(r.at_peak.outputs == 0);
+  CHECK_FALSE(r.oom);
+  CHECK(r.message.empty());
+}
+
+TEST_CASE("fusion keeps intermediates out of memory") {
+  // Fused, the reduce's kernel computes exp, add and the broadcast inline: live p0 p1 d = 3 KiB.
+  ir::Module m("chain");
+  BuildChain(m);
+  const MemoryResult r = Analyze(m, 1, 1e9, true, /*fusion=*/true);
+  CHECK(r.peak_bytes == 3 * 1024);
+  CHECK(r.at_peak.outputs == 1024);
+}
+
+// p0: f32[256] (1 KiB). Fused (sim/fusion.h): exp is expensive, so it is not duplicated into
+// the divide; exp and the sum over it form one multi-output kernel writing e (1 KiB) and s
+// (4 B); the divide kernel (the broadcast of s duplicated into it) reads both and writes d.
+// While the divide runs: p0 + e + s + d = 1024 + 1024 + 4 + 1024 = 3076 B.
+TEST_CASE("a multi-output fusion's outputs are all live") {
+  ir::Module m("softmax");
+  Builder b(m.AddComputation("main", true));
+  const Shape s(DType::kF32, {256});
+  auto* e = b.Exp(b.Parameter(0, s, "p0"));
+  auto* sum = b.Reduce(e, {0}, ir::ReduceKind::kAdd);
+  b.Div(e, b.Broadcast(sum, {256}, {}));
+  const MemoryResult r = Analyze(m, 1, 1e9, true, /*fusion=*/true);
+  CHECK(r.peak_bytes == 3076);
+}
+
+// p0: f32[1,256] (1 KiB). The transpose to [256,1] moves only a unit dim (a bitcast: no kernel,
+// no buffer of its own); the negate writes 1 KiB. Peak: p0 + negate = 2048 B.
+TEST_CASE("a bitcast shares its operand's buffer") {
+  ir::Module m("bitcast");
+  Builder b(m.AddComputation("main", true));
+  auto* t = b.Transpose(b.Parameter(0, Shape(DType::kF32, {1, 256}), "p0"), {1, 0});
+  b.Neg(t);
+  CHECK(Analyze(m, 1, 1e9, true).peak_bytes == 2048);
+}
+
+TEST_CASE("an out-of-memory device is a result naming the instruction and the bytes") {
+  ir::Module m("chain");
+  BuildChain(m);
+  const MemoryResult r = Analyze(m, 1, 6 * 1024, true);
+  CHECK(r.oom);
+  CHECK(r.message == "OOM at %c: needs 7 KiB of 6 KiB");
+  CHECK(FormatBytes(17.2 * 1073741824.0) == "17.2 GiB");
+  CHECK(FormatBytes(16.0 * 1073741824.0) == "16 GiB");
+}
+
+// p0 f32[256]; x = neg(p0); ar = all-reduce(x); big = broadcast(p0) [8,256] (8 KiB);
+// y = reduce(big) [256]; z = add(ar, y).
+// Sync: x is freed after the all-reduce; at y: p0 ar big y = 11 KiB.
+// Async: the all-reduce is done at z (its first reader), so x lives until then:
+// at y: p0 x ar big y = 12 KiB.
+TEST_CASE("an async collective keeps its operand until it is done") {
+  ir::Module m("async");
+  Builder b(m.AddComputation("main", true));
+  const Shape s(DType::kF32, {256});
+  auto* p0 = b.Parameter(0, s, "p0");
+  auto* ar = b.AllReduce(b.Neg(p0), ir::ReduceKind::kAdd);
+  auto* y = b.Reduce(b.Broadcast(p0, {8, 256}, {1}), {0}, ir::ReduceKind::kAdd);
+  y->name = "y";
+  b.Add(ar, y);
+  const MemoryResult sync = Analyze(m, 2, 1e9, false);
+  CHECK(sync.peak_bytes == 11 * 1024);
+  CHECK(sync.peak_instruction == "%y");
+  const MemoryResult async = Analyze(m, 2, 1e9, true);
+  CHECK(async.peak_bytes == 12 * 1024);
+  CHECK(async.at_peak.temporaries == 11 * 1024);
+}
+
+// entry: p0 f32[256]; l = loop(p0) x3; root gte(l, 0).
+// body: c = param 1 (aliases the carried tuple); big = broadcast(c) [4,256] (4 KiB);
+//       r = reduce(big) (1 KiB); root tuple(r).   Body peak at r: big + r = 5 KiB.
+// At the loop: p0 (1 KiB, parameter) + the carried tuple (1 KiB, the output) + 5 KiB = 7 KiB.
+TEST_CASE("loop bodies add their temporaries to what is live outside") {
+  ir::Module m("loop");
+  ir::Computation* body = m.AddComputation("body");
+  {
+    Builder b(body);
+    b.Parameter(0, Shape(DType::kS32, {}), "i");
+    auto* c = b.Parameter(1, Shape(DType::kF32, {256}), "c");
+    auto* r = b.Reduce(b.Broadcast(c, {4, 256}, {1}), {0}, ir::ReduceKind::kAdd);
+    r->name = "r";
+    b.Tuple({r});
+  }
+  Builder b(m.AddComputation("main", true));
+  auto* p0 = b.Parameter(0, Shape(DType::kF32, {256}), "p0");
+  auto* l = b.Loop({p0}, body, 3);
+  b.GetTupleElement(l, 0);
+  const MemoryResult r = Analyze(m, 1, 1e9, true);
+  CHECK(r.peak_bytes == 7 * 1024);
+  CHECK(r.peak_instruction == "%r");
+  CHECK(r.at_peak.parameters == 1024);
+  CHECK(r.at_peak.temporaries == 5 * 1024);
+  CHECK(r.at_peak.outputs == 1024);
+}
+
+}  // namespace
+}  // namespace podsim::sim
