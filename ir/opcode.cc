@@ -8,18 +8,13 @@ namespace podsim::ir {
 
 namespace {
 
-constexpr std::array<std::string_view, kNumOpcodes> kNames = {
-    "parameter", "constant", "iota", "partition-id", "random-uniform",
-    "negate", "exponential", "log", "sqrt", "rsqrt", "tanh", "abs", "convert",
-    "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "compare", "and", "or",
-    "select",
-    "broadcast", "reshape", "transpose", "slice", "dynamic-slice", "dynamic-update-slice", "pad",
-    "concatenate", "reverse", "gather",
-    "dot", "convolution", "reduce", "argmax", "reduce-window", "cumsum", "sort", "top-k",
-    "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute",
-    "loop", "tuple", "get-tuple-element",
-    "auto-to-manual", "manual-to-auto",
-};
+#define PODSIM_OPCODE_NAME(e, name, handler, family) name,
+constexpr std::array<std::string_view, kNumOpcodes> kNames = {PODSIM_OPCODES(PODSIM_OPCODE_NAME)};
+#undef PODSIM_OPCODE_NAME
+
+#define PODSIM_OPCODE_FAMILY(e, name, handler, family) OpFamily::k##family,
+constexpr std::array<OpFamily, kNumOpcodes> kFamilies = {PODSIM_OPCODES(PODSIM_OPCODE_FAMILY)};
+#undef PODSIM_OPCODE_FAMILY
 
 }  // namespace
 
@@ -35,14 +30,15 @@ bool ParseOpcode(std::string_view name, Opcode* op) {
   return false;
 }
 
-bool IsElementwiseUnary(Opcode op) { return op >= Opcode::kNegate && op <= Opcode::kConvert; }
-bool IsElementwiseBinary(Opcode op) { return op >= Opcode::kAdd && op <= Opcode::kOr; }
+OpFamily FamilyOf(Opcode op) { return kFamilies[static_cast<int>(op)]; }
+
+bool IsElementwiseUnary(Opcode op) { return FamilyOf(op) == OpFamily::kElementwiseUnary; }
+bool IsElementwiseBinary(Opcode op) { return FamilyOf(op) == OpFamily::kElementwiseBinary; }
 bool IsElementwise(Opcode op) {
-  return IsElementwiseUnary(op) || IsElementwiseBinary(op) || op == Opcode::kSelect;
+  return IsElementwiseUnary(op) || IsElementwiseBinary(op) ||
+         FamilyOf(op) == OpFamily::kElementwiseTernary;
 }
-bool IsCollective(Opcode op) {
-  return op >= Opcode::kAllReduce && op <= Opcode::kCollectivePermute;
-}
+bool IsCollective(Opcode op) { return FamilyOf(op) == OpFamily::kCollective; }
 
 std::string_view ReduceKindName(ReduceKind k) {
   switch (k) {

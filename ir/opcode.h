@@ -1,38 +1,32 @@
 #pragma once
-// The closed set of IR operations, and the small enums their attributes use.
+// The closed set of IR operations (ir/opcode_list.h), their families, and the small enums their
+// attributes use.
 
 #include <cstdint>
 #include <string_view>
 
+#include "ir/opcode_list.h"
+
 namespace podsim::ir {
 
-enum class Opcode : uint8_t {
-  // Leaves.
-  kParameter, kConstant, kIota, kPartitionId, kRandomUniform,
-  // Elementwise unary.
-  kNegate, kExp, kLog, kSqrt, kRsqrt, kTanh, kAbs, kConvert,
-  // Elementwise binary.
-  kAdd, kSubtract, kMultiply, kDivide, kMaximum, kMinimum, kPower, kCompare, kAnd, kOr,
-  // Elementwise ternary.
-  kSelect,
-  // Data movement.
-  kBroadcast, kReshape, kTranspose, kSlice, kDynamicSlice, kDynamicUpdateSlice, kPad,
-  kConcatenate, kReverse, kGather,
-  // Contractions and reductions.
-  kDot, kConvolution, kReduce, kArgmax, kReduceWindow, kCumsum, kSort, kTopK,
-  // Collectives.
-  kAllReduce, kAllGather, kReduceScatter, kAllToAll, kCollectivePermute,
-  // Control and tuples.
-  kLoop, kTuple, kGetTupleElement,
-  // Manual partitioning (GShard 3.2): the boundaries of a region of per-partition code.
-  kAutoToManual, kManualToAuto,
-};
-inline constexpr int kNumOpcodes = static_cast<int>(Opcode::kManualToAuto) + 1;
+#define PODSIM_OPCODE_ENUMERATOR(e, name, handler, family) e,
+enum class Opcode : uint8_t { PODSIM_OPCODES(PODSIM_OPCODE_ENUMERATOR) };
+#undef PODSIM_OPCODE_ENUMERATOR
+#define PODSIM_OPCODE_COUNT(e, name, handler, family) +1
+inline constexpr int kNumOpcodes = 0 PODSIM_OPCODES(PODSIM_OPCODE_COUNT);
+#undef PODSIM_OPCODE_COUNT
 
 // Text name, as in HLO: "add", "dynamic-slice", "all-to-all", ...
 std::string_view OpcodeName(Opcode op);
 // Inverse of OpcodeName; returns false if `name` is not an opcode.
 bool ParseOpcode(std::string_view name, Opcode* op);
+
+// The family of an opcode (the last column of ir/opcode_list.h).
+enum class OpFamily : uint8_t {
+  kLeaf, kElementwiseUnary, kElementwiseBinary, kElementwiseTernary, kDataMovement,
+  kContraction, kReduction, kCollective, kControl, kManualBoundary,
+};
+OpFamily FamilyOf(Opcode op);
 
 bool IsElementwiseUnary(Opcode op);
 bool IsElementwiseBinary(Opcode op);

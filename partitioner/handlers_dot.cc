@@ -98,7 +98,7 @@ struct Strategy {
 
 }  // namespace
 
-ShardedValue SpmdVisitor::HandleDot(const Instruction& i) {
+PartitionedValue SpmdVisitor::HandleDot(const Instruction& i) {
   const int64_t n = num_partitions();
   const DotSpace s = MakeSpace(i);
   const ShardedValue& lhs = Operand(i, 0);

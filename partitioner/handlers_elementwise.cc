@@ -15,19 +15,19 @@ using ir::DType;
 using ir::Instruction;
 using ir::Shape;
 
-ShardedValue SpmdVisitor::HandleParameter(const Instruction& i) {
+PartitionedValue SpmdVisitor::HandleParameter(const Instruction& i) {
   TileLayout layout = Declared(i);
   Instruction* p = b().Parameter(i.parameter_number, layout.ShardShape(i.shape), i.name);
   return ShardedValue{p, i.shape, layout};
 }
 
-ShardedValue SpmdVisitor::HandleConstant(const Instruction& i) {
+PartitionedValue SpmdVisitor::HandleConstant(const Instruction& i) {
   // The whole constant on every partition; the visitor's reshard slices it locally.
   Instruction* c = b().Constant(i.literal);
   return ShardedValue{c, i.shape, TileLayout::Replicated(i.shape.rank(), num_partitions())};
 }
 
-ShardedValue SpmdVisitor::HandleIota(const Instruction& i) {
+PartitionedValue SpmdVisitor::HandleIota(const Instruction& i) {
   TileLayout layout = Declared(i);
   const int64_t d = i.dimensions[0];
   const Shape local_shape = layout.ShardShape(i.shape);
@@ -40,13 +40,13 @@ ShardedValue SpmdVisitor::HandleIota(const Instruction& i) {
   return ShardedValue{global, i.shape, layout};
 }
 
-ShardedValue SpmdVisitor::HandlePartitionId(const Instruction& i) {
+PartitionedValue SpmdVisitor::HandlePartitionId(const Instruction& i) {
   // The input program is written for one device: its partition-id is 0.
   return ShardedValue{b().ConstantScalar(DType::kS32, 0), i.shape,
                       TileLayout::Replicated(0, num_partitions())};
 }
 
-ShardedValue SpmdVisitor::HandleRandomUniform(const Instruction& i) {
+PartitionedValue SpmdVisitor::HandleRandomUniform(const Instruction& i) {
   // Each partition draws the elements of its own tile: offsets place the tile in the global
   // tensor, so the shards together equal the unpartitioned draw.
   TileLayout layout = Declared(i);
@@ -69,7 +69,7 @@ ShardedValue SpmdVisitor::HandleRandomUniform(const Instruction& i) {
                       layout};
 }
 
-ShardedValue SpmdVisitor::HandleElementwise(const Instruction& i) {
+PartitionedValue SpmdVisitor::HandleElementwise(const Instruction& i) {
   // Compute in the layout that moves the least data: the declared one or an operand's.
   const TileLayout declared = Declared(i);
   std::vector<TileLayout> candidates = {declared};
@@ -94,14 +94,14 @@ ShardedValue SpmdVisitor::HandleElementwise(const Instruction& i) {
   return ShardedValue{CloneLocal(i, std::move(locals), best->ShardShape(i.shape)), i.shape, *best};
 }
 
-ShardedValue SpmdVisitor::HandleBroadcast(const Instruction& i) {
+PartitionedValue SpmdVisitor::HandleBroadcast(const Instruction& i) {
   TileLayout layout = Declared(i);
   TileLayout operand_layout = layout.Projected(i.dimensions);
   Instruction* x = OperandAs(i, 0, operand_layout).local;
   return ShardedValue{CloneLocal(i, {x}, layout.ShardShape(i.shape)), i.shape, layout};
 }
 
-ShardedValue SpmdVisitor::HandleTranspose(const Instruction& i) {
+PartitionedValue SpmdVisitor::HandleTranspose(const Instruction& i) {
   const std::vector<int64_t>& perm = i.dimensions;  // output dim k = operand dim perm[k]
   const int64_t r = i.shape.rank();
   const TileLayout declared = Declared(i);

@@ -89,7 +89,7 @@ PartitionedValue SpmdVisitor::HandleManual(const Instruction& i) {
   return v;
 }
 
-ShardedValue SpmdVisitor::HandleManualToAuto(const Instruction& i) {
+PartitionedValue SpmdVisitor::HandleManualToAuto(const Instruction& i) {
   if (!i.tiling) throw Error("%" + i.name + ": manual-to-auto without a tiling");
   const TileLayout layout = TilingLayout(i, i.shape.rank(), num_partitions());
   const PartitionedValue& v = ValueOf(i.operands[0]);

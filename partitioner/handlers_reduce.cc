@@ -16,7 +16,7 @@ namespace podsim::partitioner {
 
 using ir::Instruction;
 
-ShardedValue SpmdVisitor::HandleReduce(const Instruction& i) {
+PartitionedValue SpmdVisitor::HandleReduce(const Instruction& i) {
   const ShardedValue& v = Operand(i, 0);
   const int64_t r = v.global.rank();
   const TileLayout declared = Declared(i);

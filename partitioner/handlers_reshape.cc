@@ -60,7 +60,7 @@ std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> ReshapeGroups
 
 }  // namespace
 
-ShardedValue SpmdVisitor::HandleReshape(const Instruction& i) {
+PartitionedValue SpmdVisitor::HandleReshape(const Instruction& i) {
   const TileLayout declared = Declared(i);
   const Shape& in = i.operands[0]->shape;
   TileLayout layout = declared;

@@ -1,5 +1,5 @@
 // SPMD handler for ops that slide a window along some dims: convolution, reduce-window, pad and
-// slice. Dims the op does not touch keep any split, as in handlers_data.cc. A windowed dim that
+// slice. Dims the op does not touch keep any split, as in handlers_dimwise.cc. A windowed dim that
 // is split stays split: each partition exchanges halos with its neighbours and runs the op on
 // its tile plus halos with one static configuration (partitioner/halo.h; GShard Figure 5a for
 // convolution and reduce-window, 5b for pad, and slice as a window of size 1 with the slice's

@@ -80,66 +80,15 @@ Instruction* SpmdVisitor::CloneLocal(const Instruction& orig, std::vector<Instru
 }
 
 PartitionedValue SpmdVisitor::Visit(const Instruction& i) {
-  auto array = [](ShardedValue v) {
-    PartitionedValue p;
-    p.array = std::move(v);
-    return p;
-  };
-  const Opcode op = i.opcode;
-  if (op == Opcode::kAutoToManual) return HandleAutoToManual(i);
-  if (op == Opcode::kManualToAuto) return array(HandleManualToAuto(i));
-  if (i.sharding && i.sharding->kind == ir::Sharding::Kind::kManual) return HandleManual(i);
-  if (ir::IsElementwise(op)) return array(HandleElementwise(i));
-  switch (op) {
-    case Opcode::kParameter:
-      return array(HandleParameter(i));
-    case Opcode::kConstant:
-      return array(HandleConstant(i));
-    case Opcode::kIota:
-      return array(HandleIota(i));
-    case Opcode::kPartitionId:
-      return array(HandlePartitionId(i));
-    case Opcode::kRandomUniform:
-      return array(HandleRandomUniform(i));
-    case Opcode::kBroadcast:
-      return array(HandleBroadcast(i));
-    case Opcode::kTranspose:
-      return array(HandleTranspose(i));
-    case Opcode::kReshape:
-      return array(HandleReshape(i));
-    case Opcode::kTuple:
-      return HandleTuple(i);
-    case Opcode::kGetTupleElement:
-      return HandleGetTupleElement(i);
-    case Opcode::kLoop:
-      return HandleLoop(i);
-    case Opcode::kDot:
-      return array(HandleDot(i));
-    case Opcode::kReduce:
-      return array(HandleReduce(i));
-    case Opcode::kSlice:
-    case Opcode::kPad:
-    case Opcode::kConvolution:
-    case Opcode::kReduceWindow:
-      return array(HandleWindowed(i));
-    case Opcode::kCumsum:
-      return array(HandleCumsum(i));
-    case Opcode::kArgmax:
-      return array(HandleArgmax(i));
-    case Opcode::kTopK:
-      return HandleTopK(i);
-    case Opcode::kGather:
-      return array(HandleGather(i));
-    case Opcode::kDynamicSlice:
-    case Opcode::kDynamicUpdateSlice:
-    case Opcode::kConcatenate:
-    case Opcode::kReverse:
-    case Opcode::kSort:
-      return HandleDimWise(i);
-    default:
-      break;
+  const bool boundary = ir::FamilyOf(i.opcode) == ir::OpFamily::kManualBoundary;
+  if (!boundary && i.sharding && i.sharding->kind == ir::Sharding::Kind::kManual) {
+    return HandleManual(i);
   }
-  throw Error("%" + i.name + " (" + std::string(ir::OpcodeName(op)) +
+  return ir::Accept<PartitionedValue>(i, *this);
+}
+
+PartitionedValue SpmdVisitor::DefaultAction(const Instruction& i) {
+  throw Error("%" + i.name + " (" + std::string(ir::OpcodeName(i.opcode)) +
               "): not supported by the SPMD lowering (collectives must not appear in its "
               "input)");
 }

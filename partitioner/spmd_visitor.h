@@ -2,7 +2,7 @@
 // Internal to the SPMD lowering: the visitor that walks the input entry computation in SSA
 // order and asks one handler per op family for each instruction's partitioned form
 // (handlers_elementwise.cc, handlers_reshape.cc, handlers_dot.cc, handlers_reduce.cc,
-// handlers_data.cc, handlers_window.cc, handlers_scan.cc, handlers_loop.cc). A handler
+// handlers_dimwise.cc, handlers_window.cc, handlers_scan_gather.cc, handlers_loop.cc). A handler
 // returns the value in whatever layout is natural for it; the visitor then reshards it to the
 // instruction's declared sharding ("result" in the provenance).
 
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ir/module.h"
+#include "ir/visitor.h"
 #include "partitioner/reshard.h"
 #include "partitioner/spmd_builder.h"
 #include "partitioner/spmd_partitioner.h"
@@ -22,6 +23,9 @@ namespace podsim::partitioner {
 
 // The partitioned form of one input instruction: an array, or a tuple of them.
 struct PartitionedValue {
+  PartitionedValue() = default;
+  PartitionedValue(ShardedValue value) : array(std::move(value)) {}  // NOLINT: an array value
+
   ShardedValue array;                      // when elements is empty and tuple is null
   ir::Instruction* tuple = nullptr;        // the local tuple, when the value is a tuple
   std::vector<PartitionedValue> elements;  // its elements (each already a local value)
@@ -31,7 +35,7 @@ struct PartitionedValue {
   bool is_tuple() const { return tuple != nullptr; }
 };
 
-class SpmdVisitor {
+class SpmdVisitor : private ir::ConstVisitor<PartitionedValue> {
  public:
   SpmdVisitor(const PartitionOptions& options, ir::Module* out,
               std::vector<CollectiveProvenance>* log);
@@ -48,46 +52,64 @@ class SpmdVisitor {
   TileLayout Declared(const ir::Instruction& orig) const;
 
  private:
+  // The manual region's instructions go to HandleManual; every other op to its handler below
+  // (ir::Accept). Collectives have none: the lowering's input has no collectives.
   PartitionedValue Visit(const ir::Instruction& i);
+  PartitionedValue DefaultAction(const ir::Instruction& i) override;
 
-  // handlers_elementwise.cc: leaves, elementwise, broadcast, transpose, tuples.
-  ShardedValue HandleParameter(const ir::Instruction& i);
-  ShardedValue HandleConstant(const ir::Instruction& i);
-  ShardedValue HandleIota(const ir::Instruction& i);
-  ShardedValue HandlePartitionId(const ir::Instruction& i);
-  ShardedValue HandleRandomUniform(const ir::Instruction& i);
-  ShardedValue HandleElementwise(const ir::Instruction& i);
-  ShardedValue HandleBroadcast(const ir::Instruction& i);
-  ShardedValue HandleTranspose(const ir::Instruction& i);
-  // handlers_reshape.cc
-  ShardedValue HandleReshape(const ir::Instruction& i);
-  PartitionedValue HandleTuple(const ir::Instruction& i);
-  PartitionedValue HandleGetTupleElement(const ir::Instruction& i);
+  // handlers_elementwise.cc: leaves, elementwise, broadcast, transpose, tuple, get-tuple-element.
+  PartitionedValue HandleParameter(const ir::Instruction& i) override;
+  PartitionedValue HandleConstant(const ir::Instruction& i) override;
+  PartitionedValue HandleIota(const ir::Instruction& i) override;
+  PartitionedValue HandlePartitionId(const ir::Instruction& i) override;
+  PartitionedValue HandleRandomUniform(const ir::Instruction& i) override;
+  PartitionedValue HandleElementwise(const ir::Instruction& i) override;
+  PartitionedValue HandleBroadcast(const ir::Instruction& i) override;
+  PartitionedValue HandleTranspose(const ir::Instruction& i) override;
+  // handlers_reshape.cc: reshape (tuple and get-tuple-element are in handlers_elementwise.cc)
+  PartitionedValue HandleReshape(const ir::Instruction& i) override;
+  PartitionedValue HandleTuple(const ir::Instruction& i) override;
+  PartitionedValue HandleGetTupleElement(const ir::Instruction& i) override;
   // handlers_loop.cc
-  PartitionedValue HandleLoop(const ir::Instruction& i);
+  PartitionedValue HandleLoop(const ir::Instruction& i) override;
   // handlers_manual.cc: auto-to-manual, the manual region's instructions (copied as written),
   // manual-to-auto.
-  PartitionedValue HandleAutoToManual(const ir::Instruction& i);
+  PartitionedValue HandleAutoToManual(const ir::Instruction& i) override;
   PartitionedValue HandleManual(const ir::Instruction& i);
-  ShardedValue HandleManualToAuto(const ir::Instruction& i);
+  PartitionedValue HandleManualToAuto(const ir::Instruction& i) override;
   // A copy of computation `in` (and the loop bodies it calls) in the output module.
   ir::Computation* CopyComputation(const ir::Computation& in);
   // handlers_dot.cc
-  ShardedValue HandleDot(const ir::Instruction& i);
+  PartitionedValue HandleDot(const ir::Instruction& i) override;
   // handlers_reduce.cc
-  ShardedValue HandleReduce(const ir::Instruction& i);
-  // handlers_data.cc: ops that work along some dims and pass the others through
+  PartitionedValue HandleReduce(const ir::Instruction& i) override;
+  // handlers_dimwise.cc: ops that work along some dims and pass the others through
   // (concatenate, reverse, dynamic-(update-)slice, sort; and the ops below when the dims they
   // work along are not split, or as their documented fallback). Worked-on dims are made whole.
   PartitionedValue HandleDimWise(const ir::Instruction& i);
+  PartitionedValue HandleDynamicSlice(const ir::Instruction& i) override { return HandleDimWise(i); }
+  PartitionedValue HandleDynamicUpdateSlice(const ir::Instruction& i) override {
+    return HandleDimWise(i);
+  }
+  PartitionedValue HandleConcatenate(const ir::Instruction& i) override { return HandleDimWise(i); }
+  PartitionedValue HandleReverse(const ir::Instruction& i) override { return HandleDimWise(i); }
+  PartitionedValue HandleSort(const ir::Instruction& i) override { return HandleDimWise(i); }
   // handlers_window.cc: convolution, reduce-window, pad, slice; halo exchange along split
   // windowed dims (partitioner/halo.h).
   ShardedValue HandleWindowed(const ir::Instruction& i);
-  // handlers_scan.cc: cumsum, argmax, top-k and gather along a split dim.
-  ShardedValue HandleCumsum(const ir::Instruction& i);
-  ShardedValue HandleArgmax(const ir::Instruction& i);
-  PartitionedValue HandleTopK(const ir::Instruction& i);
-  ShardedValue HandleGather(const ir::Instruction& i);
+  PartitionedValue HandleSlice(const ir::Instruction& i) override { return HandleWindowed(i); }
+  PartitionedValue HandlePad(const ir::Instruction& i) override { return HandleWindowed(i); }
+  PartitionedValue HandleConvolution(const ir::Instruction& i) override {
+    return HandleWindowed(i);
+  }
+  PartitionedValue HandleReduceWindow(const ir::Instruction& i) override {
+    return HandleWindowed(i);
+  }
+  // handlers_scan_gather.cc: cumsum, argmax, top-k and gather along a split dim.
+  PartitionedValue HandleCumsum(const ir::Instruction& i) override;
+  PartitionedValue HandleArgmax(const ir::Instruction& i) override;
+  PartitionedValue HandleTopK(const ir::Instruction& i) override;
+  PartitionedValue HandleGather(const ir::Instruction& i) override;
   // `per_tile` (x's tile shape without dim d: one value per tile along split dim d of x)
   // all-gathered along d: the [.., T, ..] values of every tile in this partition's row.
   ShardedValue GatherPerTile(const ir::Instruction& user, ir::Instruction* per_tile,

@@ -1,4 +1,4 @@
-// Scans and selections along a split dim (handlers_scan.cc): cumsum, argmax, top-k and gather,
+// Scans and selections along a split dim (handlers_scan_gather.cc): cumsum, argmax, top-k and gather,
 // each checked structurally (which collectives) and numerically through the equivalence
 // harness (padding poisoned with NaN), even and uneven, on 2, 3, 4 and 8 partitions; ties and
 // NaN resolved as the unpartitioned op does; sort's documented fallback.

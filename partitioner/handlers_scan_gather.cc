@@ -1,5 +1,5 @@
 // SPMD handlers for ops that scan or select along one dim, when that dim is split (otherwise
-// they are dim-wise ops, handlers_data.cc). Each runs the op on its tile, exchanges one small
+// they are dim-wise ops, handlers_dimwise.cc). Each runs the op on its tile, exchanges one small
 // summary per tile and finishes locally; every collective comes from Reshard:
 //
 //  cumsum   tile padding masked to 0; local cumsum (inclusive or exclusive, as the op); the
@@ -20,7 +20,7 @@
 //           gathers from its tile and zeroes the rows it does not hold; the partial result is
 //           summed (or-ed for pred) by the AllReduce, or ReduceScatter, that Reshard emits to
 //           reach the declared layout.
-//  sort     along a split dim falls back to gathering the dim (handlers_data.cc). A distributed
+//  sort     along a split dim falls back to gathering the dim (handlers_dimwise.cc). A distributed
 //           sort (bitonic merge over partitions) needs O(log^2 D) exchange rounds, so a program
 //           whose size grows with D; not worth it for the sizes podsim sorts.
 
@@ -70,7 +70,7 @@ ShardedValue SpmdVisitor::GatherPerTile(const Instruction& user, Instruction* pe
   return Reshard(v, x.layout.Gathered(d), {user.name, "operand 0", what});
 }
 
-ShardedValue SpmdVisitor::HandleCumsum(const Instruction& i) {
+PartitionedValue SpmdVisitor::HandleCumsum(const Instruction& i) {
   const ShardedValue& x = Operand(i, 0);
   const int64_t d = i.dimensions[0];
   if (x.layout.tiles(d) == 1) return HandleDimWise(i).array;
@@ -92,7 +92,7 @@ ShardedValue SpmdVisitor::HandleCumsum(const Instruction& i) {
   return ShardedValue{out, i.shape, l};
 }
 
-ShardedValue SpmdVisitor::HandleArgmax(const Instruction& i) {
+PartitionedValue SpmdVisitor::HandleArgmax(const Instruction& i) {
   const ShardedValue& x = Operand(i, 0);
   const int64_t a = i.dimensions[0];
   if (x.layout.tiles(a) == 1) return HandleDimWise(i).array;
@@ -166,7 +166,7 @@ PartitionedValue SpmdVisitor::HandleTopK(const Instruction& i) {
   return v;
 }
 
-ShardedValue SpmdVisitor::HandleGather(const Instruction& i) {
+PartitionedValue SpmdVisitor::HandleGather(const Instruction& i) {
   const ShardedValue& x = Operand(i, 0);
   const int64_t axis = i.dimensions[0];
   if (x.layout.tiles(axis) == 1) return HandleDimWise(i).array;

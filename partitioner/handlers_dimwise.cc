@@ -1,7 +1,7 @@
 // SPMD handler for ops that work along some dims and pass the others through unchanged:
 // concatenate, reverse, dynamic-slice, dynamic-update-slice and sort; also gather, cumsum,
 // argmax and top-k when the dims they work along are not split, or as their fallback
-// (handlers_scan.cc). Pass-through dims keep any split (each partition runs the op on its tile,
+// (handlers_scan_gather.cc). Pass-through dims keep any split (each partition runs the op on its tile,
 // with the op's attributes narrowed to the tile); the dims the op works along are made whole
 // first. For a split worked-on dim that is correct but moves the whole dim, and it is logged as
 // "fallback" in the provenance (sort along a split dim, top-k whose k covers a whole tile,
