@@ -19,6 +19,7 @@
 #include <unordered_map>
 
 #include "base/error.h"
+#include "ir/visitor.h"
 
 namespace podsim::ir {
 
@@ -71,61 +72,30 @@ bool IsTranscendental(Opcode op) {
          op == Opcode::kRsqrt || op == Opcode::kTanh || op == Opcode::kPower;
 }
 
-class CostVisitor {
+class CostVisitor : public ConstVisitor<Cost> {
  public:
   explicit CostVisitor(int64_t num_partitions) : num_partitions_(num_partitions) {}
 
   // Cost of one execution of `i`.
-  Cost Visit(const Instruction& i) {
-    const Opcode op = i.opcode;
-    if (IsElementwise(op)) return HandleElementwise(i);
-    if (IsCollective(op)) return HandleCollective(i);
-    switch (op) {
-      case Opcode::kParameter:
-      case Opcode::kConstant:
-      case Opcode::kPartitionId:
-      case Opcode::kTuple:
-      case Opcode::kGetTupleElement:
-      case Opcode::kAutoToManual:   // a view of the partition's shard (the SPMD lowering
-      case Opcode::kManualToAuto:   // makes both an identity)
-        return Cost{};  // bookkeeping: values already in memory or aliased
-      case Opcode::kIota:
-      case Opcode::kRandomUniform:
-        return HandleGenerator(i);
-      case Opcode::kBroadcast:
-      case Opcode::kReshape:
-      case Opcode::kTranspose:
-      case Opcode::kPad:
-      case Opcode::kConcatenate:
-      case Opcode::kReverse:
-        return HandleCopy(i);
-      case Opcode::kSlice:
-      case Opcode::kDynamicSlice:
-      case Opcode::kGather:
-        return HandleSliceLike(i);
-      case Opcode::kDynamicUpdateSlice:
-        return HandleDynamicUpdateSlice(i);
-      case Opcode::kDot:
-        return HandleDot(i);
-      case Opcode::kConvolution:
-        return HandleConvolution(i);
-      case Opcode::kReduce:
-      case Opcode::kArgmax:
-        return HandleReduce(i);
-      case Opcode::kReduceWindow:
-        return HandleReduceWindow(i);
-      case Opcode::kCumsum:
-        return HandleCumsum(i);
-      case Opcode::kSort:
-      case Opcode::kTopK:
-        return HandleSort(i);
-      case Opcode::kLoop:
-        return HandleLoop(i);
-      default:
-        break;
-    }
-    throw Error("%" + i.name + ": no cost rule for " + std::string(OpcodeName(op)));
+  Cost Visit(const Instruction& i) { return Accept<Cost>(i, *this); }
+
+  Cost DefaultAction(const Instruction& i) override {
+    throw Error("%" + i.name + ": no cost rule for " + std::string(OpcodeName(i.opcode)));
   }
+  // Bookkeeping (parameter, constant, partition-id, tuple, get-tuple-element, and the
+  // manual-region boundaries, a view of the partition's shard that the SPMD lowering makes an
+  // identity): values already in memory or aliased.
+  Cost HandleLeaf(const Instruction&) override { return Cost{}; }
+  Cost HandleControl(const Instruction&) override { return Cost{}; }
+  Cost HandleManualBoundary(const Instruction&) override { return Cost{}; }
+  Cost HandleIota(const Instruction& i) override { return Generator(i); }
+  Cost HandleRandomUniform(const Instruction& i) override { return Generator(i); }
+  Cost HandleDataMovement(const Instruction& i) override { return Copy(i); }
+  Cost HandleSlice(const Instruction& i) override { return SliceLike(i); }
+  Cost HandleDynamicSlice(const Instruction& i) override { return SliceLike(i); }
+  Cost HandleGather(const Instruction& i) override { return SliceLike(i); }
+  Cost HandleArgmax(const Instruction& i) override { return HandleReduce(i); }
+  Cost HandleTopK(const Instruction& i) override { return HandleSort(i); }
 
   // Cost of one execution of computation `c` (the sum over its instructions), memoized.
   const Cost& ComputationCost(const Computation& c) {
@@ -148,7 +118,7 @@ class CostVisitor {
 
   // iota: writes E values, computes nothing countable (flops 0).
   // random-uniform: 1 flop per element (one counter-based hash), reads its scalar offsets.
-  static Cost HandleGenerator(const Instruction& i) {
+  static Cost Generator(const Instruction& i) {
     Cost c;
     c.unit = Unit::kVector;
     if (i.opcode == Opcode::kRandomUniform) c.flops = Elements(i.shape);
@@ -159,7 +129,7 @@ class CostVisitor {
 
   // Unary, binary, select: 1 flop per output element, or 1 transcendental for exp, log, sqrt,
   // rsqrt, tanh and power. Convert, compare, and/or, abs, negate and select count as flops.
-  static Cost HandleElementwise(const Instruction& i) {
+  Cost HandleElementwise(const Instruction& i) override {
     Cost c;
     c.unit = Unit::kVector;
     (IsTranscendental(i.opcode) ? c.transcendentals : c.flops) = Elements(i.shape);
@@ -170,26 +140,26 @@ class CostVisitor {
 
   // broadcast, reshape, transpose, pad, concatenate, reverse: read every operand (the pad value
   // too), write the result. A reshape counts as a copy: the IR has no layouts to prove it free.
-  static Cost HandleCopy(const Instruction& i) {
+  static Cost Copy(const Instruction& i) {
     return Movement(i, OperandBytes(i), Bytes(i.shape));
   }
 
   // slice, dynamic-slice, gather read only what they output, plus their index operands
   // (dynamic-slice start scalars, gather indices): read = B(result) + B(indices).
-  static Cost HandleSliceLike(const Instruction& i) {
+  static Cost SliceLike(const Instruction& i) {
     return Movement(i, Bytes(i.shape) + OperandBytes(i, 1), Bytes(i.shape));
   }
 
   // dynamic-update-slice works in place: it reads the update and the start scalars and writes
   // only the update's bytes (the rest of the buffer is aliased, not copied).
-  static Cost HandleDynamicUpdateSlice(const Instruction& i) {
+  Cost HandleDynamicUpdateSlice(const Instruction& i) override {
     double update = Bytes(i.operand(1)->shape);
     return Movement(i, update + OperandBytes(i, 2), update);
   }
 
   // dot: flops = 2 * E * K, with E = batch * M * N and K = product of contracting dim sizes
   // (2 * batch * M * N * K). Matrix unit.
-  static Cost HandleDot(const Instruction& i) {
+  Cost HandleDot(const Instruction& i) override {
     double contracted = 1;
     for (int64_t d : i.dot.lhs_contracting) contracted *= i.operand(0)->shape.dims[d];
     Cost c;
@@ -204,7 +174,7 @@ class CostVisitor {
   // out_features * output spatial size, taps = product of kernel spatial sizes, and
   // in_features / groups = the kernel's input-feature dim. Every tap counts, also taps that
   // fall on padding or between dilated input elements. Matrix unit.
-  static Cost HandleConvolution(const Instruction& i) {
+  Cost HandleConvolution(const Instruction& i) override {
     const Shape& kernel = i.operand(1)->shape;
     double per_output = static_cast<double>(kernel.dims[i.conv.kernel_input_feature]);
     for (int64_t d : i.conv.kernel_spatial) per_output *= kernel.dims[d];
@@ -217,7 +187,7 @@ class CostVisitor {
   }
 
   // reduce, argmax: flops = input elements - output elements (n - 1 steps to combine n values).
-  static Cost HandleReduce(const Instruction& i) {
+  Cost HandleReduce(const Instruction& i) override {
     Cost c;
     c.unit = Unit::kVector;
     c.flops = std::max(0.0, Elements(i.operand(0)->shape) - Elements(i.shape));
@@ -227,7 +197,7 @@ class CostVisitor {
   }
 
   // reduce-window: flops = E * (taps - 1), taps = product of window sizes (dense, like conv).
-  static Cost HandleReduceWindow(const Instruction& i) {
+  Cost HandleReduceWindow(const Instruction& i) override {
     double taps = 1;
     for (const WindowDim& w : i.window) taps *= static_cast<double>(w.size);
     Cost c;
@@ -239,7 +209,7 @@ class CostVisitor {
   }
 
   // cumsum: flops = E - E / n for n = the scanned dim's size (n - 1 adds per row of n).
-  static Cost HandleCumsum(const Instruction& i) {
+  Cost HandleCumsum(const Instruction& i) override {
     double n = static_cast<double>(i.shape.dims[i.dimensions[0]]);
     double e = Elements(i.shape);
     Cost c;
@@ -253,7 +223,7 @@ class CostVisitor {
   // sort along dim d, top-k along the last dim: a comparison sort of each row of n elements,
   // flops = rows * n * log2(n) = E_in * log2(n) (0 when n <= 1). Top-k counts as a full sort
   // of its rows; it writes values and s32 indices.
-  static Cost HandleSort(const Instruction& i) {
+  Cost HandleSort(const Instruction& i) override {
     const Shape& in = i.operand(0)->shape;
     int64_t dim = i.opcode == Opcode::kSort ? i.dimensions[0] : in.rank() - 1;
     double n = static_cast<double>(in.dims[dim]);
@@ -265,73 +235,77 @@ class CostVisitor {
     return c;
   }
 
-  // Group size: the replica groups' size; for empty groups (all partitions) the shapes' ratio
-  // where it fixes G (all-gather, reduce-scatter, all-to-all with split != concat), else
-  // num_partitions.
-  int64_t GroupSize(const Instruction& i) const {
-    if (HasReplicaGroups(i)) return ReplicaGroupSizeOf(i);
-    const Shape& in = i.operand(0)->shape;
-    auto ratio = [&](int64_t num, int64_t den) { return den > 0 ? num / den : num_partitions_; };
-    switch (i.opcode) {
-      case Opcode::kAllGather:
-        return ratio(i.shape.dims[i.dimensions[0]], in.dims[i.dimensions[0]]);
-      case Opcode::kReduceScatter:
-        return ratio(in.dims[i.dimensions[0]], i.shape.dims[i.dimensions[0]]);
-      case Opcode::kAllToAll:
-        if (i.split_dimension == i.concat_dimension) return num_partitions_;
-        return ratio(i.shape.dims[i.concat_dimension], in.dims[i.concat_dimension]);
-      default:
-        return num_partitions_;
-    }
-  }
-
   // Collectives, per partition, with V = B(operand) and G the group size:
   //   all-reduce          network 2 (G-1)/G V   flops (G-1)/G E  (its share of the reduction)
   //   all-gather          network (G-1) V
   //   reduce-scatter      network (G-1)/G V     flops (G-1)/G E_in
   //   all-to-all          network (G-1)/G V
   //   collective-permute  network V (assumes the partition is a source; 0 with no pairs)
-  // Each reads its operand and writes its result. Network unit.
-  Cost HandleCollective(const Instruction& i) const {
-    const double v = Bytes(i.operand(0)->shape);
-    const double g = static_cast<double>(GroupSize(i));
-    const double share = g > 0 ? (g - 1) / g : 0;  // fraction of the data that leaves
-    Cost c;
-    c.unit = Unit::kNetwork;
-    c.bytes_read = v;
-    c.bytes_written = Bytes(i.shape);
-    switch (i.opcode) {
-      case Opcode::kAllReduce:
-        c.network_bytes = 2 * share * v;
-        c.flops = share * Elements(i.operand(0)->shape);
-        break;
-      case Opcode::kAllGather:
-        c.network_bytes = std::max(0.0, g - 1) * v;
-        break;
-      case Opcode::kReduceScatter:
-        c.network_bytes = share * v;
-        c.flops = share * Elements(i.operand(0)->shape);
-        break;
-      case Opcode::kAllToAll:
-        c.network_bytes = share * v;
-        break;
-      case Opcode::kCollectivePermute:
-        c.network_bytes = i.source_target_pairs.empty() ? 0 : v;
-        break;
-      default:
-        break;
-    }
+  // Each reads its operand and writes its result. Network unit. G is the replica groups' size;
+  // for empty groups (all partitions) the shapes' ratio where it fixes G (all-gather,
+  // reduce-scatter, all-to-all with split != concat), else num_partitions.
+  Cost HandleAllReduce(const Instruction& i) override {
+    Cost c = CollectiveIo(i);
+    const double share = Share(GroupOr(i, num_partitions_));
+    c.network_bytes = 2 * share * Bytes(i.operand(0)->shape);
+    c.flops = share * Elements(i.operand(0)->shape);
+    return c;
+  }
+  Cost HandleAllGather(const Instruction& i) override {
+    Cost c = CollectiveIo(i);
+    const int64_t d = i.dimensions[0];
+    const double g = static_cast<double>(GroupOr(i, Ratio(i.shape.dims[d], i.operand(0)->shape.dims[d])));
+    c.network_bytes = std::max(0.0, g - 1) * Bytes(i.operand(0)->shape);
+    return c;
+  }
+  Cost HandleReduceScatter(const Instruction& i) override {
+    Cost c = CollectiveIo(i);
+    const int64_t d = i.dimensions[0];
+    const double share = Share(GroupOr(i, Ratio(i.operand(0)->shape.dims[d], i.shape.dims[d])));
+    c.network_bytes = share * Bytes(i.operand(0)->shape);
+    c.flops = share * Elements(i.operand(0)->shape);
+    return c;
+  }
+  Cost HandleAllToAll(const Instruction& i) override {
+    Cost c = CollectiveIo(i);
+    const int64_t d = i.concat_dimension;
+    const int64_t g = i.split_dimension == d
+                          ? GroupOr(i, num_partitions_)
+                          : GroupOr(i, Ratio(i.shape.dims[d], i.operand(0)->shape.dims[d]));
+    c.network_bytes = Share(g) * Bytes(i.operand(0)->shape);
+    return c;
+  }
+  Cost HandleCollectivePermute(const Instruction& i) override {
+    Cost c = CollectiveIo(i);
+    c.network_bytes = i.source_target_pairs.empty() ? 0 : Bytes(i.operand(0)->shape);
     return c;
   }
 
   // loop: trip_count * (cost of one execution of the body). Its unit is none: the body's
   // instructions carry their own units. Carried values stay in place (no copy).
-  Cost HandleLoop(const Instruction& i) {
+  Cost HandleLoop(const Instruction& i) override {
     if (!i.body) throw Error("%" + i.name + ": loop has no body");
     Cost c = Scaled(ComputationCost(*i.body), static_cast<double>(i.trip_count));
     c.unit = Unit::kNone;
     return c;
   }
+
+  // A collective's memory traffic: it reads its operand and writes its result.
+  static Cost CollectiveIo(const Instruction& i) {
+    Cost c;
+    c.unit = Unit::kNetwork;
+    c.bytes_read = Bytes(i.operand(0)->shape);
+    c.bytes_written = Bytes(i.shape);
+    return c;
+  }
+  // The replica groups' size, or `all` when the groups are empty (all partitions).
+  static int64_t GroupOr(const Instruction& i, int64_t all) {
+    return HasReplicaGroups(i) ? ReplicaGroupSizeOf(i) : all;
+  }
+  // num / den, or num_partitions when the ratio is undefined.
+  int64_t Ratio(int64_t num, int64_t den) const { return den > 0 ? num / den : num_partitions_; }
+  // (G-1)/G: the fraction of the data that leaves a partition.
+  static double Share(int64_t g) { return g > 0 ? static_cast<double>(g - 1) / static_cast<double>(g) : 0; }
 
   int64_t num_partitions_;
   std::unordered_map<const Computation*, Cost> computation_cost_;

@@ -45,6 +45,26 @@ void ForEachIndex(const std::vector<int64_t>& dims,
   } while (NextIndex(index, dims));
 }
 
+Literal LocalEvaluator::DefaultAction(const Instruction& i) {
+  Fail(i, "the interpreter has no rule for this opcode here");
+}
+
+Literal LocalEvaluator::HandleTuple(const Instruction& i) {
+  std::vector<Literal> elements;
+  elements.reserve(ops_.size());
+  for (const Literal* o : ops_) elements.push_back(*o);
+  return Literal::Tuple(std::move(elements));
+}
+
+Literal LocalEvaluator::HandleGetTupleElement(const Instruction& i) {
+  const Literal& t = Op(0);
+  if (!t.shape.is_tuple || i.tuple_index < 0 ||
+      i.tuple_index >= static_cast<int64_t>(t.elements.size())) {
+    Fail(i, "operand has no tuple element " + std::to_string(i.tuple_index));
+  }
+  return t.elements[i.tuple_index];
+}
+
 }  // namespace interp
 
 namespace {
@@ -54,57 +74,6 @@ using interp::Operands;
 
 // One instruction's value on every copy of the program (index = copy).
 using Values = std::vector<Literal>;
-
-// Evaluates an instruction that needs nothing beyond its operands on one partition.
-Literal EvalLocal(const Instruction& i, const Operands& ops, int64_t partition_id) {
-  const Opcode op = i.opcode;
-  if (IsElementwise(op)) return interp::EvalElementwise(i, ops);
-  switch (op) {
-    case Opcode::kConstant:
-    case Opcode::kIota:
-    case Opcode::kPartitionId:
-    case Opcode::kRandomUniform:
-      return interp::EvalLeaf(i, ops, partition_id);
-    case Opcode::kBroadcast:
-    case Opcode::kReshape:
-    case Opcode::kTranspose:
-    case Opcode::kSlice:
-    case Opcode::kDynamicSlice:
-    case Opcode::kDynamicUpdateSlice:
-    case Opcode::kPad:
-    case Opcode::kConcatenate:
-    case Opcode::kReverse:
-    case Opcode::kGather:
-      return interp::EvalDataMovement(i, ops);
-    case Opcode::kDot:
-    case Opcode::kConvolution:
-      return interp::EvalContraction(i, ops);
-    case Opcode::kReduce:
-    case Opcode::kArgmax:
-    case Opcode::kReduceWindow:
-    case Opcode::kCumsum:
-    case Opcode::kSort:
-    case Opcode::kTopK:
-      return interp::EvalReduction(i, ops);
-    case Opcode::kTuple: {
-      std::vector<Literal> elements;
-      elements.reserve(ops.size());
-      for (const Literal* o : ops) elements.push_back(*o);
-      return Literal::Tuple(std::move(elements));
-    }
-    case Opcode::kGetTupleElement: {
-      const Literal& t = *ops[0];
-      if (!t.shape.is_tuple || i.tuple_index < 0 ||
-          i.tuple_index >= static_cast<int64_t>(t.elements.size())) {
-        Fail(i, "operand has no tuple element " + std::to_string(i.tuple_index));
-      }
-      return t.elements[i.tuple_index];
-    }
-    default:
-      break;
-  }
-  Fail(i, "the interpreter has no rule for this opcode here");
-}
 
 // Where each instruction of a computation sits, and the last instruction that reads it (so its
 // value can be dropped early).
@@ -214,7 +183,8 @@ class Lockstep {
     Operands ops(operands.size());
     for (size_t c = 0; c < copies; ++c) {
       for (size_t k = 0; k < operands.size(); ++k) ops[k] = &(*operands[k])[c];
-      out[c] = EvalLocal(i, ops, partition_ids_[c]);
+      interp::LocalEvaluator local(ops, partition_ids_[c]);
+      out[c] = Accept<Literal>(i, local);
     }
     return out;
   }

@@ -199,18 +199,16 @@ void ConvKernel(const Instruction& i, const Literal& x, const Literal& w, Litera
 
 }  // namespace
 
-Literal EvalContraction(const Instruction& i, const Operands& ops) {
-  if (i.opcode == Opcode::kDot) return Dot(i, *ops[0], *ops[1]);
-  if (i.opcode == Opcode::kConvolution) {
-    Literal out = Literal::Zeros(i.shape);
-    if (i.shape.dtype == DType::kS32) {
-      ConvKernel<uint64_t>(i, *ops[0], *ops[1], out);
-    } else {
-      ConvKernel<double>(i, *ops[0], *ops[1], out);
-    }
-    return out;
+Literal LocalEvaluator::HandleDot(const Instruction& i) { return Dot(i, Op(0), Op(1)); }
+
+Literal LocalEvaluator::HandleConvolution(const Instruction& i) {
+  Literal out = Literal::Zeros(i.shape);
+  if (i.shape.dtype == DType::kS32) {
+    ConvKernel<uint64_t>(i, Op(0), Op(1), out);
+  } else {
+    ConvKernel<double>(i, Op(0), Op(1), out);
   }
-  Fail(i, "not a contraction");
+  return out;
 }
 
 }  // namespace podsim::ir::interp

@@ -171,26 +171,25 @@ Literal Gather(const Instruction& i, const Literal& x, const Literal& indices) {
 
 }  // namespace
 
-Literal EvalDataMovement(const Instruction& i, const Operands& ops) {
-  const Literal& x = *ops[0];
-  switch (i.opcode) {
-    case Opcode::kBroadcast: return Broadcast(i, x);
-    case Opcode::kReshape: {
-      Literal out = x;
-      out.shape = i.shape;
-      return out;
-    }
-    case Opcode::kTranspose: return Transposed(x, i.dimensions);
-    case Opcode::kSlice: return Slice(i, x);
-    case Opcode::kDynamicSlice: return DynamicSlice(i, ops);
-    case Opcode::kDynamicUpdateSlice: return DynamicUpdateSlice(i, ops);
-    case Opcode::kPad: return Pad(i, x, ops[1]->values.at(0));
-    case Opcode::kConcatenate: return Concatenate(i, ops);
-    case Opcode::kReverse: return Reverse(i, x);
-    case Opcode::kGather: return Gather(i, x, *ops[1]);
-    default: break;
-  }
-  Fail(i, "not a data-movement op");
+Literal LocalEvaluator::HandleBroadcast(const Instruction& i) { return Broadcast(i, Op(0)); }
+Literal LocalEvaluator::HandleReshape(const Instruction& i) {
+  Literal out = Op(0);
+  out.shape = i.shape;
+  return out;
 }
+Literal LocalEvaluator::HandleTranspose(const Instruction& i) {
+  return Transposed(Op(0), i.dimensions);
+}
+Literal LocalEvaluator::HandleSlice(const Instruction& i) { return Slice(i, Op(0)); }
+Literal LocalEvaluator::HandleDynamicSlice(const Instruction& i) { return DynamicSlice(i, ops_); }
+Literal LocalEvaluator::HandleDynamicUpdateSlice(const Instruction& i) {
+  return DynamicUpdateSlice(i, ops_);
+}
+Literal LocalEvaluator::HandlePad(const Instruction& i) {
+  return Pad(i, Op(0), Op(1).values.at(0));
+}
+Literal LocalEvaluator::HandleConcatenate(const Instruction& i) { return Concatenate(i, ops_); }
+Literal LocalEvaluator::HandleReverse(const Instruction& i) { return Reverse(i, Op(0)); }
+Literal LocalEvaluator::HandleGather(const Instruction& i) { return Gather(i, Op(0), Op(1)); }
 
 }  // namespace podsim::ir::interp

@@ -99,7 +99,8 @@ void RequireSameCount(const Instruction& i, const Operands& ops) {
 
 }  // namespace
 
-Literal EvalElementwise(const Instruction& i, const Operands& ops) {
+Literal LocalEvaluator::HandleElementwise(const Instruction& i) {
+  const Operands& ops = ops_;
   RequireSameCount(i, ops);
   const Opcode op = i.opcode;
   const DType out_t = i.shape.dtype;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "ir/instruction.h"
+#include "ir/visitor.h"
 #include "ir/literal.h"
 
 namespace podsim::ir::interp {
@@ -74,22 +75,50 @@ void ForEachIndex(const std::vector<int64_t>& dims,
 // `x` with its dims permuted: output dim i is x's dim perm[i].
 Literal Transposed(const Literal& x, const std::vector<int64_t>& perm);
 
-// Leaves (interpreter_leaves.cc): constant, iota, partition-id, random-uniform.
-Literal EvalLeaf(const Instruction& instr, const Operands& ops, int64_t partition_id);
+// Evaluates one instruction that needs nothing beyond its operands, on one partition. Its
+// handlers are defined beside the ops they evaluate: leaves (interpreter_leaves.cc),
+// elementwise unary, binary and select (interpreter_elementwise.cc), data movement
+// (interpreter_data.cc), dot and convolution (interpreter_contract.cc), reductions and orderings
+// (interpreter_reduce.cc), tuples (interpreter.cc). Parameters, loops, collectives and the
+// manual-region boundaries need the lockstep runner (interpreter.cc): DefaultAction fails.
+class LocalEvaluator : public ConstVisitor<Literal> {
+ public:
+  LocalEvaluator(const Operands& ops, int64_t partition_id)
+      : ops_(ops), partition_id_(partition_id) {}
 
-// Elementwise unary, binary and select (interpreter_elementwise.cc).
-Literal EvalElementwise(const Instruction& instr, const Operands& ops);
+  Literal DefaultAction(const Instruction& i) override;
+  Literal HandleConstant(const Instruction& i) override;
+  Literal HandleIota(const Instruction& i) override;
+  Literal HandlePartitionId(const Instruction& i) override;
+  Literal HandleRandomUniform(const Instruction& i) override;
+  Literal HandleElementwise(const Instruction& i) override;
+  Literal HandleBroadcast(const Instruction& i) override;
+  Literal HandleReshape(const Instruction& i) override;
+  Literal HandleTranspose(const Instruction& i) override;
+  Literal HandleSlice(const Instruction& i) override;
+  Literal HandleDynamicSlice(const Instruction& i) override;
+  Literal HandleDynamicUpdateSlice(const Instruction& i) override;
+  Literal HandlePad(const Instruction& i) override;
+  Literal HandleConcatenate(const Instruction& i) override;
+  Literal HandleReverse(const Instruction& i) override;
+  Literal HandleGather(const Instruction& i) override;
+  Literal HandleDot(const Instruction& i) override;
+  Literal HandleConvolution(const Instruction& i) override;
+  Literal HandleReduce(const Instruction& i) override;
+  Literal HandleArgmax(const Instruction& i) override;
+  Literal HandleReduceWindow(const Instruction& i) override;
+  Literal HandleCumsum(const Instruction& i) override;
+  Literal HandleSort(const Instruction& i) override;
+  Literal HandleTopK(const Instruction& i) override;
+  Literal HandleTuple(const Instruction& i) override;
+  Literal HandleGetTupleElement(const Instruction& i) override;
 
-// Data movement (interpreter_data.cc): broadcast, reshape, transpose, slice, dynamic-slice,
-// dynamic-update-slice, pad, concatenate, reverse, gather.
-Literal EvalDataMovement(const Instruction& instr, const Operands& ops);
+ private:
+  const Literal& Op(size_t k) const { return *ops_[k]; }
 
-// Contractions (interpreter_contract.cc): dot and convolution.
-Literal EvalContraction(const Instruction& instr, const Operands& ops);
-
-// Reductions and orderings (interpreter_reduce.cc): reduce, argmax, reduce-window, cumsum, sort,
-// top-k.
-Literal EvalReduction(const Instruction& instr, const Operands& ops);
+  const Operands& ops_;
+  int64_t partition_id_;
+};
 
 // Collectives (interpreter_collectives.cc). `inputs[p]` is the operand on partition p of
 // num_partitions = inputs.size(); returns each partition's result.

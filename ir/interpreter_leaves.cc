@@ -57,55 +57,53 @@ double UniformHash(uint64_t seed, uint64_t index) {
   return static_cast<double>(h >> 11) * 0x1.0p-53;
 }
 
-Literal EvalLeaf(const Instruction& i, const Operands& ops, int64_t partition_id) {
-  switch (i.opcode) {
-    case Opcode::kConstant: {
-      Literal out = i.literal;
-      for (double& v : out.values) v = RoundToDType(v, i.shape.dtype);
-      return out;
-    }
-    case Opcode::kIota: {
-      Literal out = Literal::Zeros(i.shape);
-      const int64_t d = i.dimensions.at(0);
-      ForEachIndex(i.shape.dims, [&](const std::vector<int64_t>& idx, int64_t linear) {
-        out.values[linear] = RoundToDType(static_cast<double>(idx[d]), i.shape.dtype);
-      });
-      return out;
-    }
-    case Opcode::kPartitionId:
-      return Literal::Scalar(DType::kS32, static_cast<double>(partition_id));
-    case Opcode::kRandomUniform: {
-      // Global index of local element idx: offset + idx in rng_global_dims, linearized
-      // row-major. Offsets are not clamped: a padded shard draws deterministic values past the
-      // global extent.
-      const size_t rank = i.shape.dims.size();
-      if (i.rng_global_dims.size() != rank) Fail(i, "rng_global_dims rank differs from shape");
-      std::vector<int64_t> offsets(rank, 0);
-      for (size_t d = 0; d < ops.size() && d < rank; ++d) {
-        offsets[d] = static_cast<int64_t>(ops[d]->values.at(0));
-      }
-      const std::vector<int64_t> gstrides = Strides(i.rng_global_dims);
-      const DType t = i.shape.dtype;
-      const double low = i.rng_low, high = i.rng_high;
-      const double top = LargestBelow(high, t);
-      const double bottom = SmallestFrom(low, t);
-      Literal out = Literal::Zeros(i.shape);
-      ForEachIndex(i.shape.dims, [&](const std::vector<int64_t>& idx, int64_t linear) {
-        int64_t global = 0;
-        for (size_t d = 0; d < rank; ++d) global += (offsets[d] + idx[d]) * gstrides[d];
-        const double u = UniformHash(i.seed, static_cast<uint64_t>(global));
-        double v = RoundToDType(low + u * (high - low), t);
-        // Rounding to t must not leave [low, high).
-        if (v >= high) v = top;
-        if (v < low) v = bottom;
-        out.values[linear] = v;
-      });
-      return out;
-    }
-    default:
-      break;
+Literal LocalEvaluator::HandleConstant(const Instruction& i) {
+  Literal out = i.literal;
+  for (double& v : out.values) v = RoundToDType(v, i.shape.dtype);
+  return out;
+}
+
+Literal LocalEvaluator::HandleIota(const Instruction& i) {
+  Literal out = Literal::Zeros(i.shape);
+  const int64_t d = i.dimensions.at(0);
+  ForEachIndex(i.shape.dims, [&](const std::vector<int64_t>& idx, int64_t linear) {
+    out.values[linear] = RoundToDType(static_cast<double>(idx[d]), i.shape.dtype);
+  });
+  return out;
+}
+
+Literal LocalEvaluator::HandlePartitionId(const Instruction& i) {
+  return Literal::Scalar(DType::kS32, static_cast<double>(partition_id_));
+}
+
+Literal LocalEvaluator::HandleRandomUniform(const Instruction& i) {
+  const Operands& ops = ops_;
+  // Global index of local element idx: offset + idx in rng_global_dims, linearized
+  // row-major. Offsets are not clamped: a padded shard draws deterministic values past the
+  // global extent.
+  const size_t rank = i.shape.dims.size();
+  if (i.rng_global_dims.size() != rank) Fail(i, "rng_global_dims rank differs from shape");
+  std::vector<int64_t> offsets(rank, 0);
+  for (size_t d = 0; d < ops.size() && d < rank; ++d) {
+    offsets[d] = static_cast<int64_t>(ops[d]->values.at(0));
   }
-  Fail(i, "not a leaf");
+  const std::vector<int64_t> gstrides = Strides(i.rng_global_dims);
+  const DType t = i.shape.dtype;
+  const double low = i.rng_low, high = i.rng_high;
+  const double top = LargestBelow(high, t);
+  const double bottom = SmallestFrom(low, t);
+  Literal out = Literal::Zeros(i.shape);
+  ForEachIndex(i.shape.dims, [&](const std::vector<int64_t>& idx, int64_t linear) {
+    int64_t global = 0;
+    for (size_t d = 0; d < rank; ++d) global += (offsets[d] + idx[d]) * gstrides[d];
+    const double u = UniformHash(i.seed, static_cast<uint64_t>(global));
+    double v = RoundToDType(low + u * (high - low), t);
+    // Rounding to t must not leave [low, high).
+    if (v >= high) v = top;
+    if (v < low) v = bottom;
+    out.values[linear] = v;
+  });
+  return out;
 }
 
 }  // namespace interp

@@ -154,18 +154,13 @@ Literal TopK(const Instruction& i, const Literal& x) {
 
 }  // namespace
 
-Literal EvalReduction(const Instruction& i, const Operands& ops) {
-  const Literal& x = *ops[0];
-  switch (i.opcode) {
-    case Opcode::kReduce: return Reduce(i, x);
-    case Opcode::kArgmax: return Argmax(i, x);
-    case Opcode::kReduceWindow: return ReduceWindow(i, x);
-    case Opcode::kCumsum: return Cumsum(i, x);
-    case Opcode::kSort: return Sort(i, x);
-    case Opcode::kTopK: return TopK(i, x);
-    default: break;
-  }
-  Fail(i, "not a reduction");
+Literal LocalEvaluator::HandleReduce(const Instruction& i) { return Reduce(i, Op(0)); }
+Literal LocalEvaluator::HandleArgmax(const Instruction& i) { return Argmax(i, Op(0)); }
+Literal LocalEvaluator::HandleReduceWindow(const Instruction& i) {
+  return ReduceWindow(i, Op(0));
 }
+Literal LocalEvaluator::HandleCumsum(const Instruction& i) { return Cumsum(i, Op(0)); }
+Literal LocalEvaluator::HandleSort(const Instruction& i) { return Sort(i, Op(0)); }
+Literal LocalEvaluator::HandleTopK(const Instruction& i) { return TopK(i, Op(0)); }
 
 }  // namespace podsim::ir::interp

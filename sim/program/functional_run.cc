@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "ir/interpreter.h"
+#include "ir/visitor.h"
 #include "sim/collectives/algorithms.h"
 #include "sim/collectives/functional.h"
 
@@ -156,35 +157,11 @@ class FunctionalRunner {
   }
 
   Values Run(const ir::Computation& comp, std::vector<Values> params) {
-    std::unordered_map<const Instruction*, Values> env;
+    Env env;
+    StepVisitor step(*this, env, params);
     for (const auto& owned : comp.instructions()) {
       const Instruction& i = *owned;
-      Values out(static_cast<size_t>(n_));
-      switch (i.opcode) {
-        case Opcode::kParameter:
-          out = params.at(static_cast<size_t>(i.parameter_number));
-          break;
-        case Opcode::kTuple:
-          for (int64_t p = 0; p < n_; ++p) {
-            std::vector<Literal> elements;
-            for (const Instruction* o : i.operands) elements.push_back(env.at(o)[static_cast<size_t>(p)]);
-            out[static_cast<size_t>(p)] = Literal::Tuple(std::move(elements));
-          }
-          break;
-        case Opcode::kGetTupleElement:
-          for (int64_t p = 0; p < n_; ++p) {
-            out[static_cast<size_t>(p)] =
-                env.at(i.operand(0))[static_cast<size_t>(p)].elements.at(static_cast<size_t>(i.tuple_index));
-          }
-          break;
-        case Opcode::kLoop:
-          out = RunLoop(i, env);
-          break;
-        default:
-          out = ir::IsCollective(i.opcode) ? Collective(i, env.at(i.operand(0))) : Local(i, env);
-          break;
-      }
-      env[&i] = std::move(out);
+      env[&i] = ir::Accept<Values>(i, step);
     }
     return env.at(comp.root());
   }
@@ -192,7 +169,47 @@ class FunctionalRunner {
   std::vector<CollectiveCheck> TakeChecks() { return std::move(checks_); }
 
  private:
-  Values RunLoop(const Instruction& i, const std::unordered_map<const Instruction*, Values>& env) {
+  using Env = std::unordered_map<const Instruction*, Values>;
+
+  // One instruction's values on every partition, given the values of the ones before it.
+  class StepVisitor : public ir::ConstVisitor<Values> {
+   public:
+    StepVisitor(FunctionalRunner& runner, const Env& env, const std::vector<Values>& params)
+        : runner_(runner), env_(env), params_(params) {}
+
+    Values HandleParameter(const Instruction& i) override {
+      return params_.at(static_cast<size_t>(i.parameter_number));
+    }
+    Values HandleTuple(const Instruction& i) override {
+      Values out(static_cast<size_t>(runner_.n_));
+      for (size_t p = 0; p < out.size(); ++p) {
+        std::vector<Literal> elements;
+        for (const Instruction* o : i.operands) elements.push_back(env_.at(o)[p]);
+        out[p] = Literal::Tuple(std::move(elements));
+      }
+      return out;
+    }
+    Values HandleGetTupleElement(const Instruction& i) override {
+      Values out(static_cast<size_t>(runner_.n_));
+      for (size_t p = 0; p < out.size(); ++p) {
+        out[p] = env_.at(i.operand(0))[p].elements.at(static_cast<size_t>(i.tuple_index));
+      }
+      return out;
+    }
+    Values HandleLoop(const Instruction& i) override { return runner_.RunLoop(i, env_); }
+    Values HandleCollective(const Instruction& i) override {
+      return runner_.Collective(i, env_.at(i.operand(0)));
+    }
+    // Everything else runs on each partition alone.
+    Values DefaultAction(const Instruction& i) override { return runner_.Local(i, env_); }
+
+   private:
+    FunctionalRunner& runner_;
+    const Env& env_;
+    const std::vector<Values>& params_;
+  };
+
+  Values RunLoop(const Instruction& i, const Env& env) {
     std::vector<Values> carried;
     for (const Instruction* o : i.operands) carried.push_back(env.at(o));
     for (int64_t iter = 0; iter < i.trip_count; ++iter) {
