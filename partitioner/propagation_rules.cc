@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "ir/visitor.h"
 #include "partitioner/sharding_transforms.h"
 #include "partitioner/sharding_util.h"
 
@@ -41,44 +42,54 @@ bool TrivialWindow(const ir::WindowDim& w) {
          w.base_dilation == 1 && w.window_dilation == 1;
 }
 
-// One handler per op family; the only switch over opcodes in propagation.
-class LinkVisitor {
+// How each operand's dims link to the result's: one handler per op (ir::ConstVisitor).
+class LinkVisitor : public ir::ConstVisitor<OperandLinks> {
  public:
   LinkVisitor(const Instruction& i, int64_t k) : i_(i), k_(k) {}
 
-  OperandLinks Visit() {
-    const Opcode op = i_.opcode;
-    if (ir::IsElementwise(op)) return Elementwise();
-    switch (op) {
-      case Opcode::kBroadcast: return Broadcast();
-      case Opcode::kReshape: return Reshape();
-      case Opcode::kTranspose: return Transpose();
-      case Opcode::kSlice: return Slice();
-      case Opcode::kDynamicSlice: return DynamicSlice();
-      case Opcode::kDynamicUpdateSlice: return DynamicUpdateSlice();
-      case Opcode::kPad: return Pad();
-      case Opcode::kConcatenate: return Concatenate();
-      case Opcode::kReverse:
-      case Opcode::kCumsum:
-      case Opcode::kAllReduce:
-      case Opcode::kCollectivePermute: return Identity(OperandRank());
-      case Opcode::kGather: return Gather();
-      case Opcode::kDot: return Dot();
-      case Opcode::kConvolution: return Convolution();
-      case Opcode::kReduce: return Reduce(i_.dimensions);
-      case Opcode::kArgmax: return Reduce(i_.dimensions);
-      case Opcode::kReduceWindow: return ReduceWindow();
-      case Opcode::kSort: return IdentityExcept(OperandRank(), i_.dimensions);
-      case Opcode::kTopK: return IdentityExcept(OperandRank(), {OperandRank() - 1});
-      case Opcode::kAllGather:
-      case Opcode::kReduceScatter: return IdentityExcept(OperandRank(), i_.dimensions);
-      case Opcode::kAllToAll:
-        return IdentityExcept(OperandRank(), {i_.split_dimension, i_.concat_dimension});
-      // Leaves (rng offsets are scalars) and tuple plumbing (propagation.cc).
-      // auto-to-manual / manual-to-auto are boundaries: the manual side neither gives nor
-      // takes shardings; their tilings are candidates in propagation.cc.
-      default: return Uninformative();
-    }
+  OperandLinks Visit() { return ir::Accept<OperandLinks>(i_, *this); }
+
+  // Leaves (rng offsets are scalars) and tuple plumbing (propagation.cc). auto-to-manual /
+  // manual-to-auto are boundaries: the manual side neither gives nor takes shardings; their
+  // tilings are candidates in propagation.cc.
+  OperandLinks DefaultAction(const Instruction&) override { return Uninformative(); }
+  OperandLinks HandleElementwise(const Instruction&) override { return Elementwise(); }
+  OperandLinks HandleBroadcast(const Instruction&) override { return Broadcast(); }
+  OperandLinks HandleReshape(const Instruction&) override { return Reshape(); }
+  OperandLinks HandleTranspose(const Instruction&) override { return Transpose(); }
+  OperandLinks HandleSlice(const Instruction&) override { return Slice(); }
+  OperandLinks HandleDynamicSlice(const Instruction&) override { return DynamicSlice(); }
+  OperandLinks HandleDynamicUpdateSlice(const Instruction&) override {
+    return DynamicUpdateSlice();
+  }
+  OperandLinks HandlePad(const Instruction&) override { return Pad(); }
+  OperandLinks HandleConcatenate(const Instruction&) override { return Concatenate(); }
+  OperandLinks HandleReverse(const Instruction&) override { return Identity(OperandRank()); }
+  OperandLinks HandleCumsum(const Instruction&) override { return Identity(OperandRank()); }
+  OperandLinks HandleAllReduce(const Instruction&) override { return Identity(OperandRank()); }
+  OperandLinks HandleCollectivePermute(const Instruction&) override {
+    return Identity(OperandRank());
+  }
+  OperandLinks HandleGather(const Instruction&) override { return Gather(); }
+  OperandLinks HandleDot(const Instruction&) override { return Dot(); }
+  OperandLinks HandleConvolution(const Instruction&) override { return Convolution(); }
+  OperandLinks HandleReduce(const Instruction&) override { return Reduce(i_.dimensions); }
+  OperandLinks HandleArgmax(const Instruction&) override { return Reduce(i_.dimensions); }
+  OperandLinks HandleReduceWindow(const Instruction&) override { return ReduceWindow(); }
+  OperandLinks HandleSort(const Instruction&) override {
+    return IdentityExcept(OperandRank(), i_.dimensions);
+  }
+  OperandLinks HandleTopK(const Instruction&) override {
+    return IdentityExcept(OperandRank(), {OperandRank() - 1});
+  }
+  OperandLinks HandleAllGather(const Instruction&) override {
+    return IdentityExcept(OperandRank(), i_.dimensions);
+  }
+  OperandLinks HandleReduceScatter(const Instruction&) override {
+    return IdentityExcept(OperandRank(), i_.dimensions);
+  }
+  OperandLinks HandleAllToAll(const Instruction&) override {
+    return IdentityExcept(OperandRank(), {i_.split_dimension, i_.concat_dimension});
   }
 
  private:

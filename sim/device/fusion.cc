@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "base/error.h"
+#include "ir/visitor.h"
 
 namespace podsim::sim {
 
@@ -23,41 +24,61 @@ namespace {
 using ir::Instruction;
 using ir::Opcode;
 
-// Duplicated into every consumer fusion that wants it, whatever it reads.
-bool IsDuplicable(Opcode op) {
-  return op == Opcode::kConstant || op == Opcode::kIota || op == Opcode::kBroadcast;
-}
+// How the fusion planner treats an op, after XLA's instruction fusion.
+struct FusionTraits {
+  bool loop_fusible = false;  // may sit inside a loop fusion (as root or producer)
+  bool duplicable = false;    // duplicated into every consumer fusion that wants it, whatever it reads
+  bool expensive = false;     // XLA's InstructionFusion::IsExpensive: worth computing once
+  bool reduce_root = false;   // roots an input fusion
+  bool contraction = false;   // dot / convolution: roots an output fusion
+  bool operand_producer = false;  // may be taken into a dot / convolution operand
+};
 
-// May sit inside a loop fusion (as root or producer).
-bool IsLoopFusible(Opcode op) {
-  return ir::IsElementwise(op) || op == Opcode::kBroadcast || op == Opcode::kReshape ||
-         op == Opcode::kIota || op == Opcode::kConstant;
-}
+// The traits, per op: elementwise ops, broadcast, reshape, iota and constant are loop-fusible;
+// divide and the transcendentals are expensive (everything else elementwise is cheap to repeat);
+// constant, iota and broadcast are duplicable; those and convert and reshape may feed a dot.
+class FusionTraitsOf : public ir::ConstVisitor<FusionTraits> {
+ public:
+  FusionTraits DefaultAction(const Instruction&) override { return {}; }
+  FusionTraits HandleElementwise(const Instruction&) override { return Loop(); }
+  FusionTraits HandleDivide(const Instruction&) override { return Expensive(); }
+  FusionTraits HandleExp(const Instruction&) override { return Expensive(); }
+  FusionTraits HandleLog(const Instruction&) override { return Expensive(); }
+  FusionTraits HandleSqrt(const Instruction&) override { return Expensive(); }
+  FusionTraits HandleRsqrt(const Instruction&) override { return Expensive(); }
+  FusionTraits HandleTanh(const Instruction&) override { return Expensive(); }
+  FusionTraits HandlePower(const Instruction&) override { return Expensive(); }
+  FusionTraits HandleConvert(const Instruction&) override { return OperandProducer(); }
+  FusionTraits HandleReshape(const Instruction&) override { return OperandProducer(); }
+  FusionTraits HandleConstant(const Instruction&) override { return Duplicable(); }
+  FusionTraits HandleIota(const Instruction&) override { return Duplicable(); }
+  FusionTraits HandleBroadcast(const Instruction&) override { return Duplicable(); }
+  FusionTraits HandleReduce(const Instruction&) override { return {.reduce_root = true}; }
+  FusionTraits HandleArgmax(const Instruction&) override { return {.reduce_root = true}; }
+  FusionTraits HandleContraction(const Instruction&) override { return {.contraction = true}; }
 
-bool IsReduceRoot(Opcode op) { return op == Opcode::kReduce || op == Opcode::kArgmax; }
-bool IsContraction(Opcode op) { return op == Opcode::kDot || op == Opcode::kConvolution; }
-
-// The same, per instruction: an outer-product dot (no contracting dims) is an elementwise
-// multiply of broadcasts (IsOuterProduct), loop-fusible and not a contraction.
-bool IsLoopFusible(const Instruction* i) { return IsLoopFusible(i->opcode) || IsOuterProduct(*i); }
-bool IsContraction(const Instruction* i) { return IsContraction(i->opcode) && !IsOuterProduct(*i); }
-
-// XLA's InstructionFusion::IsExpensive for the ops that can sit in a loop fusion: divide and the
-// transcendentals are worth computing once; everything else elementwise is cheap to repeat.
-bool IsExpensive(Opcode op) {
-  switch (op) {
-    case Opcode::kDivide:
-    case Opcode::kExp:
-    case Opcode::kLog:
-    case Opcode::kSqrt:
-    case Opcode::kRsqrt:
-    case Opcode::kTanh:
-    case Opcode::kPower:
-      return true;
-    default:
-      return false;
+ private:
+  static FusionTraits Loop() { return {.loop_fusible = true}; }
+  static FusionTraits Expensive() { return {.loop_fusible = true, .expensive = true}; }
+  static FusionTraits OperandProducer() { return {.loop_fusible = true, .operand_producer = true}; }
+  static FusionTraits Duplicable() {
+    return {.loop_fusible = true, .duplicable = true, .operand_producer = true};
   }
+};
+
+FusionTraits TraitsOf(const Instruction* i) {
+  FusionTraitsOf traits;
+  return ir::Accept<FusionTraits>(*i, traits);
 }
+
+bool IsDuplicable(const Instruction* i) { return TraitsOf(i).duplicable; }
+bool IsReduceRoot(const Instruction* i) { return TraitsOf(i).reduce_root; }
+bool IsExpensive(const Instruction* i) { return TraitsOf(i).expensive; }
+bool IsCheapOperandProducer(const Instruction* i) { return TraitsOf(i).operand_producer; }
+// An outer-product dot (no contracting dims) is an elementwise multiply of broadcasts
+// (IsOuterProduct): loop-fusible and not a contraction.
+bool IsLoopFusible(const Instruction* i) { return TraitsOf(i).loop_fusible || IsOuterProduct(*i); }
+bool IsContraction(const Instruction* i) { return TraitsOf(i).contraction && !IsOuterProduct(*i); }
 
 // Bytes a copy of `i` reads from HBM: its operands, a broadcast operand counted at its source's
 // size, constants and iotas free.
@@ -77,13 +98,8 @@ double CopyReadBytes(const Instruction* i) {
 // the materialized value would, so a residual add of two tensors, or a convert that narrows,
 // is not duplicated.
 bool IsCheapToDuplicate(const Instruction* i) {
-  return IsLoopFusible(i) && !IsExpensive(i->opcode) &&
+  return IsLoopFusible(i) && !IsExpensive(i) &&
          CopyReadBytes(i) <= static_cast<double>(i->shape.ByteSize());
-}
-
-// May take a producer into a dot / convolution operand.
-bool IsCheapOperandProducer(Opcode op) {
-  return op == Opcode::kConvert || op == Opcode::kReshape || IsDuplicable(op);
 }
 
 double CostBytes(const std::unordered_map<const Instruction*, ir::Cost>& costs,
@@ -120,7 +136,7 @@ class Planner {
     for (size_t n = instrs.size(); n-- > 0;) {
       const Instruction* i = instrs[n].get();
       if (group_of.count(i)) continue;
-      if (enabled && (IsDuplicable(i->opcode) || IsCheapToDuplicate(i)) && i != comp_.root()) {
+      if (enabled && (IsDuplicable(i) || IsCheapToDuplicate(i)) && i != comp_.root()) {
         const auto& users = UsersOf(i);
         auto it = taken_by.find(i);
         const size_t taken = it == taken_by.end() ? 0 : it->second.size();
@@ -166,9 +182,8 @@ class Planner {
   // constant, iota, broadcast or cheap op (IsCheapToDuplicate) is a copy, recomputed by each
   // fusion that wants it, and an expensive one (or a dot) stays out.
   void Grow(FusionGroup& g, GroupIndex& group_of, TakenBy& taken_by, int32_t index) {
-    const Opcode root_op = g.root->opcode;
-    if (!IsLoopFusible(g.root) && !IsReduceRoot(root_op) && !IsContraction(g.root)) return;
-    if (root_op == Opcode::kConstant || root_op == Opcode::kIota) return;
+    if (!IsLoopFusible(g.root) && !IsReduceRoot(g.root) && !IsContraction(g.root)) return;
+    if (g.root->opcode == Opcode::kConstant || g.root->opcode == Opcode::kIota) return;
     bool has_contraction = IsContraction(g.root);
     std::unordered_set<const Instruction*> members = {g.root};
     std::unordered_set<const Instruction*> owned = {g.root};
@@ -185,10 +200,9 @@ class Planner {
           }
           if (!InComputation(p) || p == comp_.root()) continue;
           if (group_of.count(p)) continue;  // already the root or member of a later group
-          const Opcode op = p->opcode;
           bool take = false;
           if (IsContraction(consumer)) {
-            take = IsCheapOperandProducer(op);
+            take = IsCheapOperandProducer(p);
           } else if (IsLoopFusible(p)) {
             take = true;
           } else if (IsContraction(p)) {
@@ -201,7 +215,7 @@ class Planner {
             all_users_owned = all_users_owned && owned.count(u);
           }
           const bool own = all_users_owned;
-          if (!own && !IsDuplicable(op) && !IsCheapToDuplicate(p)) continue;
+          if (!own && !IsDuplicable(p) && !IsCheapToDuplicate(p)) continue;
           if (IsContraction(p)) has_contraction = true;
           members.insert(p);
           g.members.push_back(p);
@@ -226,7 +240,7 @@ class Planner {
     }
     if (g.members.size() > 1) {
       g.kind = has_contraction ? FusionKind::kOutput
-               : IsReduceRoot(root_op) ? FusionKind::kInput
+               : IsReduceRoot(g.root) ? FusionKind::kInput
                                        : FusionKind::kLoop;
     }
   }
@@ -237,12 +251,12 @@ class Planner {
     if (g.kind == FusionKind::kLoop || g.kind == FusionKind::kInput) return true;
     if (g.kind != FusionKind::kNone) return false;
     const Instruction* r = g.root;
-    return ir::IsElementwise(r->opcode) || IsReduceRoot(r->opcode);
+    return ir::IsElementwise(r->opcode) || IsReduceRoot(r);
   }
 
   // The shape a group's kernel loops over: a reduce's operand, else the root.
   static const std::vector<int64_t>& IterationDims(const FusionGroup& g) {
-    return IsReduceRoot(g.root->opcode) ? g.root->operand(0)->shape.dims : g.root->shape.dims;
+    return IsReduceRoot(g.root) ? g.root->operand(0)->shape.dims : g.root->shape.dims;
   }
 
   // Groups that compute `v` (its owner, or each group holding a copy).
@@ -311,7 +325,7 @@ class Planner {
                 if (h == a) continue;
                 if (h == static_cast<int32_t>(b)) {
                   consumes = true;
-                  if (IsReduceRoot(m->opcode)) ok = false;
+                  if (IsReduceRoot(m)) ok = false;
                 } else if (position_.at(groups[static_cast<size_t>(h)].root) <= b_pos) {
                   ok = false;
                 }
@@ -340,8 +354,8 @@ class Planner {
             }
             if (have.insert(m).second) gb.members.push_back(m);
           }
-          if (ga.kind == FusionKind::kInput || IsReduceRoot(ga.root->opcode) ||
-              gb.kind == FusionKind::kInput || IsReduceRoot(gb.root->opcode)) {
+          if (ga.kind == FusionKind::kInput || IsReduceRoot(ga.root) ||
+              gb.kind == FusionKind::kInput || IsReduceRoot(gb.root)) {
             gb.kind = FusionKind::kInput;
           } else {
             gb.kind = FusionKind::kLoop;

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "base/error.h"
+#include "ir/visitor.h"
 #include "sim/collectives/closed_form.h"
 
 namespace podsim::sim {
@@ -21,21 +22,66 @@ std::string CategoryOf(const std::string& scope, int depth) {
   return scope.substr(0, pos);
 }
 
-CollectiveKind CollectiveKindOf(ir::Opcode op) {
-  switch (op) {
-    case ir::Opcode::kAllReduce: return CollectiveKind::kAllReduce;
-    case ir::Opcode::kAllGather: return CollectiveKind::kAllGather;
-    case ir::Opcode::kReduceScatter: return CollectiveKind::kReduceScatter;
-    case ir::Opcode::kAllToAll: return CollectiveKind::kAllToAll;
-    case ir::Opcode::kCollectivePermute: return CollectiveKind::kCollectivePermute;
-    default: break;
-  }
-  throw Error("opcode " + std::string(ir::OpcodeName(op)) + " is not a collective");
-}
-
 namespace {
 
 using ir::Instruction;
+
+// The schedule kind of a collective instruction.
+class CollectiveKindOf : public ir::ConstVisitor<CollectiveKind> {
+ public:
+  CollectiveKind DefaultAction(const Instruction& i) override {
+    throw Error("%" + i.name + " (" + std::string(ir::OpcodeName(i.opcode)) +
+                ") is not a collective");
+  }
+  CollectiveKind HandleAllReduce(const Instruction&) override { return CollectiveKind::kAllReduce; }
+  CollectiveKind HandleAllGather(const Instruction&) override { return CollectiveKind::kAllGather; }
+  CollectiveKind HandleReduceScatter(const Instruction&) override {
+    return CollectiveKind::kReduceScatter;
+  }
+  CollectiveKind HandleAllToAll(const Instruction&) override { return CollectiveKind::kAllToAll; }
+  CollectiveKind HandleCollectivePermute(const Instruction&) override {
+    return CollectiveKind::kCollectivePermute;
+  }
+};
+
+// Whether a group of `size` members fits a collective's shapes: the result shape fixes the
+// group size of all-gather, reduce-scatter and all-to-all. `expects` is the size the shapes
+// mean, when they fix one.
+struct GroupFit {
+  bool ok = true;
+  std::string expects;
+};
+
+class GroupFitOf : public ir::ConstVisitor<GroupFit> {
+ public:
+  explicit GroupFitOf(int64_t size) : size_(size) {}
+
+  GroupFit DefaultAction(const Instruction&) override { return {}; }
+  GroupFit HandleAllGather(const Instruction& i) override {
+    const size_t d = static_cast<size_t>(i.dimensions.at(0));
+    const ir::Shape& in = i.operand(0)->shape;
+    return {i.shape.dims[d] == in.dims[d] * size_, Ratio(i.shape.dims[d], in.dims[d])};
+  }
+  GroupFit HandleReduceScatter(const Instruction& i) override {
+    const size_t d = static_cast<size_t>(i.dimensions.at(0));
+    const ir::Shape& in = i.operand(0)->shape;
+    return {in.dims[d] == i.shape.dims[d] * size_, Ratio(in.dims[d], i.shape.dims[d])};
+  }
+  GroupFit HandleAllToAll(const Instruction& i) override {
+    const size_t sd = static_cast<size_t>(i.split_dimension);
+    const size_t cd = static_cast<size_t>(i.concat_dimension);
+    const ir::Shape& in = i.operand(0)->shape;
+    const ir::Shape& out = i.shape;
+    return {in.dims[sd] % size_ == 0 && (sd == cd || out.dims[cd] == in.dims[cd] * size_),
+            sd != cd ? Ratio(out.dims[cd], in.dims[cd]) : ""};
+  }
+
+ private:
+  static std::string Ratio(int64_t num, int64_t den) {
+    return den > 0 ? std::to_string(num / den) : "";
+  }
+  int64_t size_;
+};
 
 // Connected components of a permute's pairs, each sorted, ordered by smallest member.
 std::vector<std::vector<int64_t>> PermuteComponents(
@@ -188,7 +234,8 @@ class PlanBuilder {
     c.instr = &i;
     c.computation = computation;
     c.category = Category(i);
-    c.spec.kind = CollectiveKindOf(i.opcode);
+    CollectiveKindOf kind_of;
+    c.spec.kind = ir::Accept<CollectiveKind>(i, kind_of);
     c.spec.elements = i.operand(0)->shape.NumElements();
     c.spec.element_bytes = ir::ByteWidth(i.operand(0)->shape.dtype);
     c.network_bytes = CostOf(&i).network_bytes;
@@ -261,31 +308,10 @@ class PlanBuilder {
     const ir::Shape& out = i.shape;
     for (const auto& g : groups) {
       const int64_t size = static_cast<int64_t>(g.size());
-      bool ok = true;
-      std::string expects;
-      switch (i.opcode) {
-        case ir::Opcode::kAllGather: {
-          const size_t d = static_cast<size_t>(i.dimensions.at(0));
-          ok = out.dims[d] == in.dims[d] * size;
-          if (in.dims[d] > 0) expects = std::to_string(out.dims[d] / in.dims[d]);
-          break;
-        }
-        case ir::Opcode::kReduceScatter: {
-          const size_t d = static_cast<size_t>(i.dimensions.at(0));
-          ok = in.dims[d] == out.dims[d] * size;
-          if (out.dims[d] > 0) expects = std::to_string(in.dims[d] / out.dims[d]);
-          break;
-        }
-        case ir::Opcode::kAllToAll: {
-          const size_t sd = static_cast<size_t>(i.split_dimension);
-          const size_t cd = static_cast<size_t>(i.concat_dimension);
-          ok = in.dims[sd] % size == 0 && (sd == cd || out.dims[cd] == in.dims[cd] * size);
-          if (sd != cd && in.dims[cd] > 0) expects = std::to_string(out.dims[cd] / in.dims[cd]);
-          break;
-        }
-        default:
-          break;
-      }
+      GroupFitOf fit_of(size);
+      const GroupFit fit = ir::Accept<GroupFit>(i, fit_of);
+      const bool ok = fit.ok;
+      const std::string& expects = fit.expects;
       if (!ok) {
         throw Error("%" + i.name + ": " + std::string(ir::OpcodeName(i.opcode)) + " " +
                     in.ToString() + " -> " + out.ToString() +

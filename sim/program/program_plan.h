@@ -102,7 +102,5 @@ ProgramPlan BuildProgramPlan(const ir::Module& module, const topo::Topology& top
 // "unscoped" for an empty scope.
 std::string CategoryOf(const std::string& scope, int depth);
 
-// The collective kind of an IR collective opcode.
-CollectiveKind CollectiveKindOf(ir::Opcode op);
 
 }  // namespace podsim::sim
