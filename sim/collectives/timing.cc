@@ -1,12 +1,12 @@
 #include "sim/collectives/timing.h"
 
 #include <algorithm>
-#include <functional>
-#include <queue>
 #include <string>
 #include <utility>
 
 #include "base/error.h"
+#include "sim/collectives/schedule_executor.h"
+#include "sim/collectives/schedule_index.h"
 
 namespace podsim::sim {
 
@@ -17,44 +17,9 @@ TimingResult RunTiming(const Schedule& schedule, const topo::Topology& topology,
                 " partitions, but topology '" + topology.name() + "' has " +
                 std::to_string(topology.num_cores()) + " cores");
   }
-  if (options.fixed_overhead.ps < 0) throw Error("fixed_overhead: must be >= 0");
-  if (options.local_copy_bandwidth < 0) throw Error("local_copy_bandwidth: must be >= 0");
   const std::vector<ChunkTransfer>& transfers = schedule.transfers;
   const size_t n = transfers.size();
-
-  // Successors in CSR form, and the number of unfinished deps of each transfer.
-  // What a completion needs of its transfer, packed in 16 B: completions arrive in an order
-  // unrelated to the schedule's, and one cache line per completion instead of three (the
-  // 56 B transfer, the successor offsets) is most of RunTiming's own time on 4 million.
-  struct Node {
-    int64_t first_successor = 0;  // successors[first_successor, + num_successors)
-    int32_t num_successors = 0;
-    int32_t step = -1;  // its step; -1 for a local transfer
-  };
-  std::vector<Node> nodes(n);
-  std::vector<int32_t> remaining(n);
-  for (size_t i = 0; i < n; ++i) {
-    nodes[i].step = transfers[i].local() ? -1 : transfers[i].step;
-    remaining[i] = transfers[i].num_deps;
-    for (int32_t d : Deps(schedule, i)) ++nodes[static_cast<size_t>(d)].num_successors;
-  }
-  int64_t total_successors = 0;
-  for (Node& node : nodes) {
-    node.first_successor = total_successors;
-    total_successors += node.num_successors;
-  }
-  // Transfer indices fit int32 (see schedule.h).
-  std::vector<int32_t> successors(static_cast<size_t>(total_successors));
-  if (total_successors > 0) {  // (a direct all-to-all has no deps: skip a pass over 4M)
-    std::vector<int32_t> filled(n, 0);
-    for (size_t i = 0; i < n; ++i) {
-      for (int32_t d : Deps(schedule, i)) {
-        const size_t k = static_cast<size_t>(d);
-        successors[static_cast<size_t>(nodes[k].first_successor + filled[k]++)] =
-            static_cast<int32_t>(i);
-      }
-    }
-  }
+  const ScheduleIndex index = IndexSchedule(schedule);
 
   TimingResult result;
   result.steps.resize(static_cast<size_t>(schedule.num_steps));
@@ -65,87 +30,39 @@ TimingResult RunTiming(const Schedule& schedule, const topo::Topology& topology,
   }
   const std::vector<double> bytes_before = network.LinkBytes();
 
-  using Pending = std::pair<int64_t, int64_t>;  // (completion ps, transfer), for local copies
-  std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>> local_queue;
-  std::vector<int32_t> ready, batch, immediate;  // transfer indices
-  for (size_t i = 0; i < n; ++i) {
-    if (remaining[i] == 0) ready.push_back(static_cast<int32_t>(i));
-  }
-  Time now = options.fixed_overhead;
-  size_t completed = 0;
-
-  auto start = [&](int64_t id) {
-    const ChunkTransfer& t = transfers[static_cast<size_t>(id)];
-    const int64_t bytes = schedule.Bytes(t);
-    if (options.record_transfers) result.transfer_start[static_cast<size_t>(id)] = now;
-    if (t.local()) {
+  ScheduleExecutor::Callbacks callbacks;
+  callbacks.started = [&](int32_t id, Time t) {
+    const ChunkTransfer& x = transfers[static_cast<size_t>(id)];
+    const int64_t bytes = schedule.Bytes(x);
+    if (options.record_transfers) result.transfer_start[static_cast<size_t>(id)] = t;
+    if (x.local()) {
       result.local_bytes += bytes;
-      if (options.local_copy_bandwidth > 0 && bytes > 0) {
-        const Time d = TransferTime(Bytes{bytes}, BytesPerSecond{options.local_copy_bandwidth});
-        local_queue.push({(now + d).ps, id});
-      } else {
-        immediate.push_back(static_cast<int32_t>(id));
-      }
       return;
     }
     ++result.network_transfers;
     result.network_bytes += bytes;
-    StepTiming& step = result.steps[static_cast<size_t>(t.step)];
-    step.start = std::min(step.start, now);
+    StepTiming& step = result.steps[static_cast<size_t>(x.step)];
+    step.start = std::min(step.start, t);
     ++step.transfers;
     step.bytes += bytes;
-    network.Start(id, t.src, t.dst, Bytes{bytes}, now);
   };
-  auto complete = [&](int64_t id) {
-    ++completed;
-    if (options.record_transfers) result.transfer_end[static_cast<size_t>(id)] = now;
-    const Node& node = nodes[static_cast<size_t>(id)];
-    if (node.step >= 0) {
-      StepTiming& step = result.steps[static_cast<size_t>(node.step)];
-      step.end = std::max(step.end, now);
-    }
-    for (int64_t k = node.first_successor; k < node.first_successor + node.num_successors; ++k) {
-      const int32_t s = successors[static_cast<size_t>(k)];
-      if (--remaining[static_cast<size_t>(s)] == 0) ready.push_back(s);
+  Time now{0};
+  callbacks.done = [&](int32_t id, Time t) {
+    if (options.record_transfers) result.transfer_end[static_cast<size_t>(id)] = t;
+    const int32_t step = index.nodes[static_cast<size_t>(id)].step;
+    if (step >= 0) {
+      StepTiming& st = result.steps[static_cast<size_t>(step)];
+      st.end = std::max(st.end, t);
     }
   };
-
-  while (true) {
-    // Start everything ready now; zero-time local transfers complete at once and may make more
-    // transfers ready at the same time.
-    while (!ready.empty() || !immediate.empty()) {
-      batch.swap(ready);
-      for (int32_t id : batch) start(id);
-      batch.clear();
-      std::vector<int32_t> done;
-      done.swap(immediate);
-      for (int32_t id : done) complete(id);
-    }
-    const Time network_next = network.NextEventTime();
-    const Time local_next = local_queue.empty() ? Time::Max() : Time{local_queue.top().first};
-    const Time next = std::min(network_next, local_next);
-    if (next == Time::Max()) break;
-    now = next;
-    if (network_next == next) {
-      // Completions come in batches (an AllToAll: millions at a few times); prefetching the
-      // nodes a few completions ahead hides most of their cache misses.
-      const std::vector<TransferId> done = network.Advance(next);
-      constexpr size_t kAhead = 16;
-      for (size_t i = 0; i < done.size(); ++i) {
-        if (i + kAhead < done.size()) {
-          __builtin_prefetch(&nodes[static_cast<size_t>(done[i + kAhead])]);
-        }
-        complete(done[i]);
-      }
-    }
-    while (!local_queue.empty() && local_queue.top().first == next.ps) {
-      const int64_t id = local_queue.top().second;
-      local_queue.pop();
-      complete(id);
-    }
+  ScheduleExecutor executor(network, {options.fixed_overhead, options.local_copy_bandwidth});
+  executor.Start(schedule, index, nullptr, {}, Time{0}, std::move(callbacks));
+  for (Time t = executor.NextEventTime(); t != Time::Max(); t = executor.NextEventTime()) {
+    now = t;
+    executor.AdvanceTo(t);
   }
-  if (completed != n) {
-    throw Error("schedule: " + std::to_string(n - completed) + " of " + std::to_string(n) +
+  if (const int64_t left = executor.unfinished_transfers(); left > 0) {
+    throw Error("schedule: " + std::to_string(left) + " of " + std::to_string(n) +
                 " transfers never started (their deps never complete)");
   }
   result.total = now;

@@ -1,7 +1,7 @@
 #pragma once
-// The timing run: executes a Schedule on a NetworkModel. A transfer starts when all its deps
-// have completed; network transfers go to the model, local ones (src == dst) take
-// bytes / local_copy_bandwidth (or no time) and never touch the network.
+// The timing run of one collective alone: its Schedule executed on a NetworkModel by the schedule
+// executor (sim/collectives/schedule_executor.h, which states the semantics), with per-step and
+// per-link statistics.
 
 #include <cstdint>
 #include <vector>

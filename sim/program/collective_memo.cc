@@ -35,28 +35,7 @@ std::shared_ptr<const ScheduleData> MakeScheduleData(const CollectiveSpec& spec,
                                                      const AlgorithmOptions& algorithm) {
   auto data = std::make_shared<ScheduleData>();
   data->schedule = BuildSchedule(spec, topology, algorithm);
-  const auto& transfers = data->schedule.transfers;
-  const size_t n = transfers.size();
-  data->first_successor.assign(n + 1, 0);
-  data->deps.resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    data->deps[i] = transfers[i].num_deps;
-    if (transfers[i].num_deps == 0) data->roots.push_back(static_cast<int64_t>(i));
-    for (int64_t d : Deps(data->schedule, i)) ++data->first_successor[static_cast<size_t>(d) + 1];
-  }
-  for (size_t i = 0; i < n; ++i) data->first_successor[i + 1] += data->first_successor[i];
-  data->successors.resize(static_cast<size_t>(data->first_successor[n]));
-  std::vector<int64_t> fill(data->first_successor.begin(), data->first_successor.end() - 1);
-  for (size_t i = 0; i < n; ++i) {
-    for (int64_t d : Deps(data->schedule, i)) {
-      data->successors[static_cast<size_t>(fill[static_cast<size_t>(d)]++)] = static_cast<int64_t>(i);
-    }
-  }
-  data->touches.assign(static_cast<size_t>(data->schedule.num_partitions), 0);
-  for (const ChunkTransfer& t : transfers) {
-    ++data->touches[static_cast<size_t>(t.src)];
-    if (t.dst != t.src) ++data->touches[static_cast<size_t>(t.dst)];
-  }
+  data->index = IndexSchedule(data->schedule);
   data->participants = ParticipantsOf(spec);
   return data;
 }

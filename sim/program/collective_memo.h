@@ -1,8 +1,8 @@
 #pragma once
 // What the program runner needs from a collective's schedule, computed once per distinct
 // collective:
-//  - ScheduleData: a schedule with its successor lists (CSR) and, per partition, how many
-//    transfers touch it, to run it on the shared network (sim/program_network.h);
+//  - ScheduleData: a schedule with its index (sim/collectives/schedule_index.h) and its
+//    participants, to run it on the shared network (sim/program/shared_network.h);
 //  - CollectiveMemo: the collective's duration when it runs alone on an otherwise idle network
 //    with every group starting together, per partition, and the bytes it puts on each link.
 //    Exact (the schedule run on a fresh network model of the configured kind, as RunTiming
@@ -18,20 +18,18 @@
 
 #include "base/units.h"
 #include "sim/collectives/schedule.h"
+#include "sim/collectives/schedule_index.h"
 #include "sim/network/network_factory.h"
 #include "sim/program/program_plan.h"
 #include "topologies/topology.h"
 
 namespace podsim::sim {
 
+// A collective's schedule, indexed, and the partitions that take part in it.
 struct ScheduleData {
   Schedule schedule;
-  std::vector<int64_t> first_successor;  // CSR over transfers (size transfers + 1)
-  std::vector<int64_t> successors;
-  std::vector<int32_t> deps;             // per transfer: number of deps
-  std::vector<int64_t> roots;            // transfers without deps
-  std::vector<int32_t> touches;          // per partition: transfers with src or dst there
-  std::vector<int64_t> participants;     // partitions of its groups (or permute pairs), sorted
+  ScheduleIndex index;
+  std::vector<int64_t> participants;  // partitions of its groups (or permute pairs), sorted
 };
 
 // Builds and indexes the schedule of `spec` (its groups as given) on `topology`.

@@ -5,19 +5,18 @@
 // model's next event time); it reports, per run, when each partition's part is done (the last
 // transfer that partition sends or receives) and when the whole run is done.
 //
-// Same semantics as RunTiming (sim/collectives/timing.h): a run's first transfers start after the
-// fixed overhead, a transfer starts when its deps have completed, local transfers take bytes /
-// local_copy_bandwidth (or no time).
+// The schedules run on the one schedule executor (sim/collectives/schedule_executor.h), as a
+// collective timed alone does (RunTiming); this class adds the engine wake-ups and the record
+// of busy periods.
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
-#include <queue>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "sim/collectives/schedule_executor.h"
 #include "sim/engine/engine.h"
 #include "sim/network/network_model.h"
 #include "sim/program/collective_memo.h"
@@ -50,41 +49,23 @@ class SharedNetwork {
   // Processes every event up to engine.now() and schedules the next wake-up.
   void CatchUp();
 
-  bool idle() const { return runs_.empty(); }
+  bool idle() const { return executor_.idle(); }
   // Bytes each directed link carried so far.
   const std::vector<double>& LinkBytes() const { return network_->LinkBytes(); }
   const std::vector<LinkPeriod>& periods() const { return periods_; }
   const std::string& model_name() const { return model_name_; }
 
  private:
-  struct Run {
-    std::shared_ptr<const ScheduleData> data;
-    int64_t base = 0;
-    std::vector<int32_t> remaining;    // per transfer: deps not yet completed
-    std::vector<int32_t> touches_left; // per partition
-    int64_t left = 0;                  // transfers not yet completed
-    Callbacks callbacks;
-  };
-
-  void ProcessUntil(Time t);
   void Rearm();
-  void StartRoots(int64_t base, Time t);
-  void StartTransfer(Run& run, int64_t index, Time t);
-  void Complete(int64_t id, Time t);
-  void Touch(Run& run, int64_t partition, Time t);
-  void Finish(int64_t base, Time t);
+  // Records the busy period that ends at t (the executor just went idle).
+  void ClosePeriod(Time t);
 
   Engine& engine_;
   const topo::Topology& topology_;
   MemoOptions options_;
   std::unique_ptr<NetworkModel> network_;
   std::string model_name_;
-  std::map<int64_t, std::unique_ptr<Run>> runs_;  // by first transfer id
-  int64_t next_base_ = 0;
-  using Timed = std::pair<int64_t, int64_t>;     // (ps, id)
-  std::priority_queue<Timed, std::vector<Timed>, std::greater<Timed>> local_;
-  std::priority_queue<Timed, std::vector<Timed>, std::greater<Timed>> pending_starts_;  // (ps, base)
-  std::vector<int64_t> immediate_;  // zero-time local transfers to complete now
+  ScheduleExecutor executor_;
   EventId wake_;
   Time wake_time_ = Time::Max();
   // The busy period in progress.
