@@ -80,16 +80,6 @@ nlohmann::json CollectiveRunConfig::ToJson() const {
   return j;
 }
 
-double BusFactor(sim::CollectiveKind kind, int64_t n) {
-  if (n <= 1) return 0;
-  const double f = static_cast<double>(n - 1) / static_cast<double>(n);
-  switch (kind) {
-    case sim::CollectiveKind::kAllReduce: return 2 * f;
-    case sim::CollectiveKind::kCollectivePermute: return 1;
-    default: return f;
-  }
-}
-
 CollectiveRunResult RunCollective(const CollectiveRunConfig& config,
                                   std::unique_ptr<topo::Topology>* topology_out) {
   std::unique_ptr<topo::Topology> topology = topo::LoadTopology(config.topology, "topology");
@@ -130,7 +120,7 @@ CollectiveRunResult RunCollective(const CollectiveRunConfig& config,
   out.time_us = out.timing.total.micros();
   const double seconds = out.timing.total.seconds();
   out.algorithm_bandwidth = seconds > 0 ? static_cast<double>(config.bytes) / seconds : 0;
-  out.bus_bandwidth = out.algorithm_bandwidth * BusFactor(config.kind, out.partitions);
+  out.bus_bandwidth = out.algorithm_bandwidth * sim::BusBandwidthFactor(config.kind, out.partitions);
   if (config.kind != sim::CollectiveKind::kCollectivePermute) {
     sim::AnalyticInput in = sim::AnalyticInputFor(spec, *topology, out.algorithm);
     in.fixed_overhead_s = config.overhead_us * 1e-6;

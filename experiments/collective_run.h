@@ -64,8 +64,4 @@ struct CollectiveRunResult {
 CollectiveRunResult RunCollective(const CollectiveRunConfig& config,
                                   std::unique_ptr<topo::Topology>* topology_out = nullptr);
 
-// Bus-bandwidth factor (the nccl-tests convention): all-reduce 2(n-1)/n, all-gather and
-// reduce-scatter and all-to-all (n-1)/n, collective-permute 1.
-double BusFactor(sim::CollectiveKind kind, int64_t n);
-
 }  // namespace podsim::experiments

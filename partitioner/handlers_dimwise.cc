@@ -79,12 +79,6 @@ std::vector<std::vector<int64_t>> PassThrough(const Instruction& i) {
   return pass;
 }
 
-std::string DimList(const std::vector<int64_t>& dims) {
-  std::string out = "{";
-  for (size_t k = 0; k < dims.size(); ++k) out += (k ? "," : "") + std::to_string(dims[k]);
-  return out + "}";
-}
-
 }  // namespace
 
 PartitionedValue SpmdVisitor::HandleDimWise(const Instruction& i) {
@@ -139,7 +133,7 @@ PartitionedValue SpmdVisitor::HandleDimWise(const Instruction& i) {
     std::string note;
     if (!worked_split.empty()) {
       note = "fallback: " + std::string(ir::OpcodeName(i.opcode)) + " needs dims " +
-             DimList(worked_split) + " whole";
+             ir::DimsToString(worked_split) + " whole";
     }
     ShardedValue got = OperandAs(i, static_cast<int64_t>(k), layout.Projected(pass[k]), note);
     locals.push_back(got.local);

@@ -90,12 +90,6 @@ WindowOp Describe(const Instruction& i) {
   return op;
 }
 
-std::string DimList(const std::vector<int64_t>& dims) {
-  std::string out = "{";
-  for (size_t k = 0; k < dims.size(); ++k) out += (k ? "," : "") + std::to_string(dims[k]);
-  return out + "}";
-}
-
 // A compute layout for the result with a halo plan per windowed dim (nullopt: not split).
 struct Candidate {
   TileLayout layout;
@@ -185,10 +179,10 @@ ShardedValue SpmdVisitor::HandleWindowed(const Instruction& i) {
       }
     }
     std::string note;
-    if (!whole.empty()) note = "fallback: " + name + " needs dims " + DimList(whole) + " whole";
+    if (!whole.empty()) note = "fallback: " + name + " needs dims " + ir::DimsToString(whole) + " whole";
     if (!wide.empty()) {
       note += std::string(note.empty() ? "" : "; ") + "fallback: " + name + " halo along dims " +
-              DimList(wide) + " is larger than a tile";
+              ir::DimsToString(wide) + " is larger than a tile";
     }
     locals.push_back(
         OperandAs(i, static_cast<int64_t>(k), layout.Projected(op.pass[k]), note).local);

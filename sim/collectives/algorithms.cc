@@ -17,6 +17,27 @@ std::string ShortList(const std::vector<int64_t>& ids, size_t max_shown) {
   return s;
 }
 
+std::vector<BoxGroup> RequireBoxGroups(const BuildContext& context, const std::string& algorithm,
+                                       const std::string& box_example,
+                                       const std::string& alternatives) {
+  if (context.topology.grid() == nullptr) {
+    throw Error("algorithm: '" + algorithm + "' needs a torus or mesh topology; '" +
+                context.topology.name() + "' is a custom graph (use " + alternatives + ")");
+  }
+  std::vector<BoxGroup> boxes;
+  for (size_t g = 0; g < context.groups.size(); ++g) {
+    std::optional<BoxGroup> box = AnalyzeBox(context.topology, context.groups[g]);
+    if (!box) {
+      throw Error("replica_groups[" + std::to_string(g) + "]: algorithm '" + algorithm +
+                  "' needs every group to be a box of the grid (a product of coordinate ranges" +
+                  box_example + "); " + ShortList(context.groups[g]) + " is not (use " +
+                  alternatives + ")");
+    }
+    boxes.push_back(std::move(*box));
+  }
+  return boxes;
+}
+
 }  // namespace internal
 
 namespace {

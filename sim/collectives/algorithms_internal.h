@@ -8,6 +8,7 @@
 
 #include "sim/collectives/algorithms.h"
 #include "sim/collectives/collective.h"
+#include "sim/collectives/group_geometry.h"
 #include "sim/collectives/schedule.h"
 #include "sim/collectives/schedule_builder.h"
 #include "topologies/topology.h"
@@ -45,5 +46,13 @@ void BuildAllToAllStaged(const BuildContext& context, Schedule& schedule);
 
 // "partitions 0 1 2 3 ... (16)": a short rendering of a list of ids for descriptions / errors.
 std::string ShortList(const std::vector<int64_t>& ids, size_t max_shown = 16);
+
+// The box of every group of `context` (group_geometry.h), for an algorithm that needs a torus or
+// mesh and groups that are boxes of it. Throws podsim::Error naming the algorithm, the group
+// and `alternatives` ("direct") otherwise; `box_example` follows "a product of coordinate
+// ranges" in the message (", e.g. a row or a sub-torus", or empty).
+std::vector<BoxGroup> RequireBoxGroups(const BuildContext& context, const std::string& algorithm,
+                                       const std::string& box_example,
+                                       const std::string& alternatives);
 
 }  // namespace podsim::sim::internal

@@ -173,21 +173,7 @@ class StagedGroupBuilder {
 }  // namespace
 
 void BuildAllToAllStaged(const BuildContext& context, Schedule& schedule) {
-  if (context.topology.grid() == nullptr) {
-    throw Error("algorithm: 'dim-staged' needs a torus or mesh topology; '" +
-                context.topology.name() + "' is a custom graph (use direct)");
-  }
-  std::vector<BoxGroup> boxes;
-  for (size_t g = 0; g < context.groups.size(); ++g) {
-    std::optional<BoxGroup> box = AnalyzeBox(context.topology, context.groups[g]);
-    if (!box) {
-      throw Error("replica_groups[" + std::to_string(g) +
-                  "]: algorithm 'dim-staged' needs every group to be a box of the grid (a product "
-                  "of coordinate ranges); " +
-                  ShortList(context.groups[g]) + " is not (use direct)");
-    }
-    boxes.push_back(std::move(*box));
-  }
+  const std::vector<BoxGroup> boxes = RequireBoxGroups(context, "dim-staged", "", "direct");
   schedule.scratch_elements.assign(static_cast<size_t>(schedule.num_partitions), 0);
   ScheduleBuilder builder(schedule, /*track=*/false);
   std::string stages;

@@ -128,7 +128,7 @@ int64_t OutputElements(CollectiveKind kind, int64_t n, int64_t g, int64_t i) {
 }
 
 double BusBandwidthFactor(CollectiveKind kind, int64_t g) {
-  if (g < 1) return 0;
+  if (g <= 1) return 0;  // one partition: nothing crosses a link
   const double ratio = static_cast<double>(g - 1) / static_cast<double>(g);
   switch (kind) {
     case CollectiveKind::kAllReduce: return 2 * ratio;

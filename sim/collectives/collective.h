@@ -32,6 +32,11 @@ struct CollectiveSpec {
   std::vector<std::pair<int64_t, int64_t>> source_target_pairs;
 };
 
+// Every kind, in enum order.
+inline constexpr CollectiveKind kCollectiveKinds[] = {
+    CollectiveKind::kAllReduce, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter,
+    CollectiveKind::kAllToAll, CollectiveKind::kCollectivePermute};
+
 // "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute".
 const char* CollectiveKindName(CollectiveKind kind);
 // Inverse of CollectiveKindName; also accepts "allreduce", "all_reduce", "permute"...; throws
@@ -57,8 +62,9 @@ int64_t OutputElements(CollectiveKind kind, int64_t n, int64_t g, int64_t i);
 
 // NCCL's bus-bandwidth factor: bus bandwidth = algorithm bandwidth (bytes / time) x factor, so
 // that an optimal algorithm's bus bandwidth is the link bandwidth. all-reduce 2(g-1)/g;
-// all-gather, reduce-scatter, all-to-all (g-1)/g; collective-permute 1. The bytes are the
-// per-partition input (all-gather: the output, g x input, as in nccl-tests).
+// all-gather, reduce-scatter, all-to-all (g-1)/g; collective-permute 1; every kind 0 for g <= 1
+// (nothing crosses a link). The bytes are the per-partition input (all-gather: the output,
+// g x input, as in nccl-tests).
 double BusBandwidthFactor(CollectiveKind kind, int64_t g);
 
 }  // namespace podsim::sim

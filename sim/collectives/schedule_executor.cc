@@ -52,12 +52,22 @@ void ScheduleExecutor::AdvanceTo(Time until) {
     if (t_net == t) {
       // Completions come in batches (an AllToAll: millions at a few times); prefetching the
       // nodes a few completions ahead hides most of their cache misses.
+      // (Only with one run in flight; its nodes are captured first: a completion may finish
+      // the run, and a prefetch of a freed address is harmless, a load from it is not.)
       const std::vector<TransferId> done = network_.Advance(t);
-      const Run* only = runs_.size() == 1 ? runs_.begin()->second.get() : nullptr;
+      const ScheduleIndex::Node* nodes = nullptr;
+      int64_t base = 0, count = 0;
+      if (runs_.size() == 1) {
+        const Run& only = *runs_.begin()->second;
+        nodes = only.index->nodes.data();
+        base = only.base;
+        count = static_cast<int64_t>(only.index->nodes.size());
+      }
       constexpr size_t kAhead = 16;
       for (size_t i = 0; i < done.size(); ++i) {
-        if (only != nullptr && i + kAhead < done.size()) {
-          __builtin_prefetch(&only->index->nodes[static_cast<size_t>(done[i + kAhead] - only->base)]);
+        if (nodes != nullptr && i + kAhead < done.size()) {
+          const int64_t k = done[i + kAhead] - base;
+          if (k >= 0 && k < count) __builtin_prefetch(nodes + k);
         }
         Complete(done[i], t);
       }

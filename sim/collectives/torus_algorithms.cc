@@ -269,21 +269,8 @@ class TorusGroupBuilder {
 }  // namespace
 
 void BuildTorus(const BuildContext& context, Schedule& schedule) {
-  if (context.topology.grid() == nullptr) {
-    throw Error("algorithm: 'torus' needs a torus or mesh topology; '" + context.topology.name() +
-                "' is a custom graph (use ring, ring-bidir or direct)");
-  }
-  std::vector<BoxGroup> boxes;
-  for (size_t g = 0; g < context.groups.size(); ++g) {
-    std::optional<BoxGroup> box = AnalyzeBox(context.topology, context.groups[g]);
-    if (!box) {
-      throw Error("replica_groups[" + std::to_string(g) +
-                  "]: algorithm 'torus' needs every group to be a box of the grid (a product of "
-                  "coordinate ranges, e.g. a row or a sub-torus); " +
-                  ShortList(context.groups[g]) + " is not (use ring, ring-bidir or direct)");
-    }
-    boxes.push_back(std::move(*box));
-  }
+  const std::vector<BoxGroup> boxes = RequireBoxGroups(
+      context, "torus", ", e.g. a row or a sub-torus", "ring, ring-bidir or direct");
   if (context.spec.kind == CollectiveKind::kReduceScatter) {
     schedule.scratch_elements.assign(static_cast<size_t>(schedule.num_partitions), 0);
   }

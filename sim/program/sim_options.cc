@@ -12,9 +12,10 @@ namespace podsim::sim {
 
 namespace {
 
-const std::vector<std::string>& KindNames() {
-  static const std::vector<std::string> names = {"all-reduce", "all-gather", "reduce-scatter",
-                                                 "all-to-all", "collective-permute"};
+// The collective kinds' names (sim/collectives/collective.h), in enum order.
+std::vector<std::string> KindNames() {
+  std::vector<std::string> names;
+  for (CollectiveKind k : kCollectiveKinds) names.emplace_back(CollectiveKindName(k));
   return names;
 }
 
@@ -127,7 +128,8 @@ void SimOptions::Validate(const std::string& path) const {
   }
   for (const auto& [kind, alg] : collective_algorithms) {
     const std::string where = JoinPath(JoinPath(path, "collectives"), kind);
-    if (std::find(KindNames().begin(), KindNames().end(), kind) == KindNames().end()) {
+    const std::vector<std::string> kinds = KindNames();
+    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) {
       FailAt(where, "unknown collective kind");
     }
     if (alg.chunks < 1) FailAt(where + ".chunks", "must be >= 1, got " + std::to_string(alg.chunks));

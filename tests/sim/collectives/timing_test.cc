@@ -154,6 +154,9 @@ TEST_CASE("bus bandwidth factors (nccl-tests)") {
   CHECK(BusBandwidthFactor(CollectiveKind::kAllGather, 4) == doctest::Approx(0.75));
   CHECK(BusBandwidthFactor(CollectiveKind::kAllToAll, 2) == doctest::Approx(0.5));
   CHECK(BusBandwidthFactor(CollectiveKind::kCollectivePermute, 2) == doctest::Approx(1));
+  // One partition: no bytes cross a link, whatever the kind.
+  CHECK(BusBandwidthFactor(CollectiveKind::kCollectivePermute, 1) == 0);
+  CHECK(BusBandwidthFactor(CollectiveKind::kAllReduce, 1) == 0);
 }
 
 TEST_CASE("an empty schedule takes the fixed overhead only") {
