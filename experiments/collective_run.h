@@ -10,7 +10,7 @@
 //   algorithm   "default" or a name from sim/collectives/algorithms.h
 //   chunks      pipelining depth, default 1
 //   network     analytic | flow | packet, default flow
-//   network_options  {packet_bytes, switching, aggregate_flows} (sim/network_factory.h)
+//   network_options  {packet_bytes, switching, aggregate_flows} (sim/network/network_factory.h)
 //   overhead_us fixed cost per collective, default 0
 //   replica_groups   [[0,1],[2,3]]; default one group of every partition
 //   source_target_pairs  [[0,1],[1,0]] (collective-permute)

@@ -1,5 +1,5 @@
 // The "spmd_vs_mpmd" experiment (GShard section 3.3, "O(1) compilation"): partition the
-// 24-layer MoE Transformer forward stack (experiments/moe_stack.h, the paper's sizes with
+// 24-layer MoE Transformer forward stack (models/moe_stack.h, the paper's sizes with
 // G = E = D) for D partitions, as one SPMD program and as the MPMD baseline's D programs
 // (partitioner/mpmd.h), and report program size and partition time against D.
 //

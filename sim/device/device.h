@@ -1,7 +1,7 @@
 #pragma once
 // The device (one core = one partition) model: matrix-unit and vector-unit peaks, the matrix-unit
 // tile that dims must fill, HBM bandwidth and capacity, and a fixed per-op overhead. It turns the
-// work of an instruction or a fused group (ir/cost.h, sim/fusion.h) into a roofline time and a
+// work of an instruction or a fused group (ir/cost.h, sim/device/fusion.h) into a roofline time and a
 // modelled time.
 //
 // Timing rule for one launched op (a single instruction or a fused group):
@@ -12,7 +12,7 @@
 //   roofline  = max(matrix_s, vector_s, memory_s)
 //   modelled  = max(matrix_s / (tile efficiency * matrix_sustained_fraction), vector_s,
 //                   memory_s) + op_overhead
-// An outer-product dot (no contracting dims, sim/fusion.h IsOuterProduct) is an elementwise
+// An outer-product dot (no contracting dims, sim/device/fusion.h IsOuterProduct) is an elementwise
 // multiply on the vector unit: one FLOP per output element.
 // The matrix unit, the vector unit and the HBM DMA engines work concurrently (XLA pipelines a
 // fusion's tiles), hence max, not sum. Bookkeeping ops (parameter, constant, tuple,

@@ -21,7 +21,7 @@
 //  - when classes finish, only the classes whose rate was >= the lowest finishing rate are
 //    refilled: progressive filling shows that removing a flow frozen at level s leaves every rate
 //    below s unchanged;
-//  - the filling itself (sim/network_maxmin.h) saturates all links at the minimum fair share at
+//  - the filling itself (sim/network/maxmin.h) saturates all links at the minimum fair share at
 //    once, so symmetric traffic takes a few sequential sweeps, and falls back to a lazy heap of
 //    link shares when there are many distinct levels;
 //  - flat arrays (int32 link and class ids, paths stored once per class), data ends kept in a
@@ -55,7 +55,7 @@ class FlowNetwork : public NetworkModel {
     int64_t full_fillings = 0;       // progressive fillings over all active classes (start batches)
     int64_t partial_fillings = 0;    // progressive fillings of the classes at or above a finishing rate
     int64_t classes_filled = 0;      // classes summed over all fillings
-    int64_t filling_rounds = 0;      // sweeps of the round method (see sim/network_maxmin.h)
+    int64_t filling_rounds = 0;      // sweeps of the round method (see sim/network/maxmin.h)
     int64_t heap_fillings = 0;       // fillings finished one link at a time
     int64_t peak_active_classes = 0;
   };

@@ -13,7 +13,7 @@
 // Both give the same rates: shares within a relative 1e-12 of the current level count as that
 // level, so flows that are equal in exact arithmetic get bitwise-equal rates.
 //
-// Internal to the flow network (sim/network_flow.cc); separate so that it can be tested alone.
+// Internal to the flow network (sim/network/flow_network.cc); separate so that it can be tested alone.
 
 #include <cstdint>
 #include <vector>

@@ -1,8 +1,8 @@
 #pragma once
 // How shared links divide bandwidth. The engine starts transfers and asks when the next one
-// finishes; it never touches links itself. Fidelities: analytic (sim/network_analytic.h), flow
-// (max-min fair share, sim/network_flow.h), packet (sim/network_packet.h); build one by name with
-// MakeNetworkModel (sim/network_factory.h).
+// finishes; it never touches links itself. Fidelities: analytic (sim/network/analytic_network.h), flow
+// (max-min fair share, sim/network/flow_network.h), packet (sim/network/packet_network.h); build one by name with
+// MakeNetworkModel (sim/network/network_factory.h).
 //
 // Driving loop: Start() transfers at the current time; t = NextEventTime(); Advance(t) returns
 // the transfers done at t; start new ones at t; repeat until NextEventTime() is Time::Max().

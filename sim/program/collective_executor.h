@@ -5,9 +5,9 @@
 // Groups that become ready at one simulated time are started together at the end of that time
 // step:
 //  - fast path: when they are every group of one instance and the network is idle, the
-//    instance's memo (sim/program_memo.h, computed once per distinct collective) gives each
+//    instance's memo (sim/program/collective_memo.h, computed once per distinct collective) gives each
 //    member's completion; the network is then reserved until the last one;
-//  - otherwise each group's schedule runs on the shared network model (sim/program_network.h),
+//  - otherwise each group's schedule runs on the shared network model (sim/program/shared_network.h),
 //    sharing links with whatever else is in flight. If a reservation is still running, its
 //    instance is first replayed on the shared network from its start (exact: the network was
 //    idle meanwhile), so the contention from then on is modelled.

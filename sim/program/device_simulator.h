@@ -1,5 +1,5 @@
 #pragma once
-// Internal to the program runner (sim/program_runner.cc): the per-device execution of the plan
+// Internal to the program runner (sim/program/simulate.cc): the per-device execution of the plan
 // on the engine, and what it records for the report.
 
 #include <cstdint>

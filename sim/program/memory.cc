@@ -96,7 +96,7 @@ class BufferAssigner : public ir::ConstVisitor<void> {
       AliasOf(&root, root.operand(0));
       return;
     }
-    // A multi-output fusion writes each of its outputs (sim/fusion.h), root last.
+    // A multi-output fusion writes each of its outputs (sim/device/fusion.h), root last.
     for (const Instruction* o : group_->outputs) {
       Allocate(o, o->shape.ByteSize(), Category::kTemporary, step_);
     }

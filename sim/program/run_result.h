@@ -8,7 +8,7 @@
 //   communication  time at least one of its collectives is in flight (arrival to done)
 //   overlap        time both at once;  exposed communication = communication - overlap
 //   idle           step - compute - exposed communication (waiting with nothing in flight)
-// Categories (top-level IR name scope, sim/program_plan.h CategoryOf; a fused op counts in its
+// Categories (top-level IR name scope, sim/program/program_plan.h CategoryOf; a fused op counts in its
 // dot's category, else its root's) split compute and communication; a category's modelled time is compute + communication, so with overlap the
 // categories add up to more than the step. Roofline: compute ops at max(peak compute, HBM
 // bytes / bandwidth), collectives at the bandwidth term of their algorithm's closed form, all

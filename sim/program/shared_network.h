@@ -1,5 +1,5 @@
 #pragma once
-// The shared network of a program run: one network model (sim/network_factory.h) on which the
+// The shared network of a program run: one network model (sim/network/network_factory.h) on which the
 // schedules of every collective group in flight run concurrently, so that collectives that
 // overlap in time share links. Its events are driven by the engine (one wake-up event at the
 // model's next event time); it reports, per run, when each partition's part is done (the last

@@ -1,5 +1,5 @@
 #pragma once
-// Options of a program simulation (sim/program_runner.h), and their JSON form:
+// Options of a program simulation (sim/program/simulate.h), and their JSON form:
 //
 //   {"device": "tpu-v3-core" | {...DeviceSpec fields, optional "preset"},
 //    "network": {"model": "flow", "options": {...network_factory.h options}},
@@ -46,7 +46,7 @@ struct SimOptions {
   std::map<std::string, AlgorithmOptions> collective_algorithms;
   double collective_overhead_us = 0;  // fixed cost of each collective before its first transfer
   // A collective whose "direct" schedule would exceed this many network transfers takes its
-  // alone-on-the-network time from the closed form (sim/program_memo.h), >= 0.
+  // alone-on-the-network time from the closed form (sim/program/collective_memo.h), >= 0.
   int64_t exact_collective_max_transfers = 300000;
   // Reuse a collective's alone-on-an-idle-network time (exact; off only to measure it).
   bool memoize_collectives = true;

@@ -1,9 +1,9 @@
 #pragma once
 // Runs an SPMD program on every device of a pod and reports step time, where the time goes,
-// memory and link figures (sim/results.h).
+// memory and link figures (sim/program/run_result.h).
 //
 //   auto topology = topo::LoadTopology("tpu-v3-128");
-//   SimOptions options;                       // sim/program_options.h
+//   SimOptions options;                       // sim/program/sim_options.h
 //   options.device = LoadDeviceSpec("tpu-v3-core");
 //   RunResult r = Simulate(*spmd_module, *topology, options);
 //   std::cout << Summary(r);
@@ -11,11 +11,11 @@
 // Semantics:
 //  - Partition p runs on core p (p < num_partitions <= topology cores); every device runs the
 //    same program in program order with its own partition id.
-//  - A compute step (a fused group, sim/fusion.h) takes its modelled time (sim/device.h), times
+//  - A compute step (a fused group, sim/device/fusion.h) takes its modelled time (sim/device/device.h), times
 //    the device's straggler factor. Counted loops run their body trip_count times; a body
 //    without collectives is timed once (its steps' cached times x trip_count).
 //  - A collective: the device arrives when its compute stream reaches it; the group starts
-//    when its last member arrives and runs on the network (sim/program_collectives.h); each
+//    when its last member arrives and runs on the network (sim/program/collective_executor.h); each
 //    member is done when its own transfers are. With async_collectives the device goes on with
 //    the steps that do not read the result and waits at the first that does (XLA's async
 //    start / done); without, it waits at the collective. Collectives started in a loop
@@ -25,7 +25,7 @@
 //  - Not modelled: collectives taking HBM bandwidth from concurrent compute, and the compute
 //    of a collective's reduction (its local copies / reductions take bytes / HBM bandwidth).
 // Timing needs no tensor data. With options.functional, real tensors are also carried through
-// the program (sim/program_functional.h) and the result holds them and the checks.
+// the program (sim/program/functional_run.h) and the result holds them and the checks.
 
 #include "ir/module.h"
 #include "sim/program/run_result.h"

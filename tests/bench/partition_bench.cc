@@ -1,4 +1,4 @@
-// Partition time of the 24-layer MoE Transformer forward stack (experiments/moe_stack.h, the
+// Partition time of the 24-layer MoE Transformer forward stack (models/moe_stack.h, the
 // paper's sizes with G = E = D) at D = 16 ... 65536 partitions: SPMD (sharding propagation plus
 // lowering to one program) and the MPMD baseline (one program per device, partitioner/mpmd.h).
 // GShard section 3.3: the SPMD time and program size do not depend on D; MPMD grows with it

@@ -1,4 +1,4 @@
-// GShard's O(1) claim on the MoE Transformer stack (experiments/moe_stack.h): the SPMD program
+// GShard's O(1) claim on the MoE Transformer stack (models/moe_stack.h): the SPMD program
 // is the same size, in instructions and in bytes, for D = 16 ... 65536, with the collectives'
 // groups in the iota form and no per-partition tables; the MPMD baseline's programs verify,
 // compute what the SPMD program computes on each device, and grow with D; and the

@@ -1,4 +1,4 @@
-// Device model: op times derived by hand from the roofline rule in sim/device.h, and the spec's
+// Device model: op times derived by hand from the roofline rule in sim/device/device.h, and the spec's
 // JSON form and validation.
 
 #include <doctest/doctest.h>

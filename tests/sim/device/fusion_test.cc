@@ -1,4 +1,4 @@
-// Fusion planning (sim/fusion.h): which instructions share a kernel and how many HBM bytes the
+// Fusion planning (sim/device/fusion.h): which instructions share a kernel and how many HBM bytes the
 // kernel moves, derived by hand.
 
 #include <doctest/doctest.h>

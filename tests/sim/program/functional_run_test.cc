@@ -1,4 +1,4 @@
-// Functional mode (sim/program_functional.h): a hand-written SPMD program carries real tensors
+// Functional mode (sim/program/functional_run.h): a hand-written SPMD program carries real tensors
 // through the simulated run; its outputs equal the reference interpreter's, the unpartitioned
 // result where the program reassembles it, and every collective's schedule reproduces the
 // interpreter's collective.

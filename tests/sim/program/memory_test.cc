@@ -1,4 +1,4 @@
-// Per-device memory liveness (sim/memory.h) on hand-traced programs.
+// Per-device memory liveness (sim/program/memory.h) on hand-traced programs.
 
 #include <doctest/doctest.h>
 
@@ -73,7 +73,7 @@ TEST_CASE("fusion keeps intermediates out of memory") {
   CHECK(r.at_peak.outputs == 1024);
 }
 
-// p0: f32[256] (1 KiB). Fused (sim/fusion.h): exp is expensive, so it is not duplicated into
+// p0: f32[256] (1 KiB). Fused (sim/device/fusion.h): exp is expensive, so it is not duplicated into
 // the divide; exp and the sum over it form one multi-output kernel writing e (1 KiB) and s
 // (4 B); the divide kernel (the broadcast of s duplicated into it) reads both and writes d.
 // While the divide runs: p0 + e + s + d = 1024 + 1024 + 4 + 1024 = 3076 B.

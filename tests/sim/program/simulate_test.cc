@@ -1,4 +1,4 @@
-// The program runner (sim/program_runner.h): step times derived by hand on a ring of 4 chips
+// The program runner (sim/program/simulate.h): step times derived by hand on a ring of 4 chips
 // (1 core each, 1e11 B/s links, 1 us per hop) with a round-number device (1 TFLOP/s matrix and
 // vector units, 100 GB/s HBM, 1 us per op).
 
