@@ -2,6 +2,7 @@
 // Distinct unit types: integer picosecond Time, Bytes, BytesPerSecond, Flops, FlopsPerSecond;
 // byte counts as text ("8MiB" <-> 8388608).
 
+#include <cmath>
 #include <compare>
 #include <cstdint>
 #include <limits>
@@ -9,24 +10,57 @@
 
 namespace podsim {
 
-// A point in time or a duration, in integer picoseconds.
-struct Time {
-  int64_t ps = 0;
-  static constexpr Time Max() { return Time{std::numeric_limits<int64_t>::max()}; }
+// A point in time or a duration, in integer picoseconds (about +-106 days). Events are
+// ordered by it exactly; every conversion from a real number rounds once, to the nearest
+// picosecond.
+class Time {
+ public:
+  constexpr Time() = default;
+  static constexpr Time Picos(int64_t ps) { return Time(ps); }
+  static constexpr Time Max() { return Time(std::numeric_limits<int64_t>::max()); }
   // The nearest whole picosecond (halves away from zero).
-  static constexpr Time FromSeconds(double s) { return Time{RoundPs(s * 1e12)}; }
-  static constexpr Time FromMicros(double us) { return Time{RoundPs(us * 1e6)}; }
-  constexpr double seconds() const { return static_cast<double>(ps) * 1e-12; }
-  constexpr double micros() const { return static_cast<double>(ps) * 1e-6; }
+  static constexpr Time FromSeconds(double s) { return Time(RoundPs(s * 1e12)); }
+  static constexpr Time FromMicros(double us) { return Time(RoundPs(us * 1e6)); }
+
+  constexpr int64_t picos() const { return ps_; }
+  constexpr double seconds() const { return static_cast<double>(ps_) * 1e-12; }
+  constexpr double micros() const { return static_cast<double>(ps_) * 1e-6; }
+
   constexpr auto operator<=>(const Time&) const = default;
-  constexpr Time operator+(Time o) const { return Time{ps + o.ps}; }
-  constexpr Time operator-(Time o) const { return Time{ps - o.ps}; }
-  constexpr Time& operator+=(Time o) { ps += o.ps; return *this; }
+  constexpr Time operator+(Time o) const { return Time(ps_ + o.ps_); }
+  constexpr Time operator-(Time o) const { return Time(ps_ - o.ps_); }
+  constexpr Time& operator+=(Time o) {
+    ps_ += o.ps_;
+    return *this;
+  }
+  constexpr Time& operator-=(Time o) {
+    ps_ -= o.ps_;
+    return *this;
+  }
+  // n back-to-back copies of this duration.
+  friend constexpr Time operator*(Time t, int64_t n) { return Time(t.ps_ * n); }
+  friend constexpr Time operator*(int64_t n, Time t) { return Time(t.ps_ * n); }
+  // One of n equal parts of this duration, rounded toward zero; n != 0.
+  constexpr Time operator/(int64_t n) const { return Time(ps_ / n); }
+  // How many whole `d` fit in this duration (toward zero); d != 0.
+  constexpr int64_t operator/(Time d) const { return ps_ / d.ps_; }
+  // This duration times a real factor, to the nearest picosecond (halves away from zero).
+  Time Scaled(double factor) const {
+    return Time(static_cast<int64_t>(std::llround(static_cast<double>(ps_) * factor)));
+  }
+  // The smallest multiple of `unit` that is >= this; unit > 0.
+  constexpr Time Ceil(Time unit) const {
+    const int64_t q = ps_ / unit.ps_, r = ps_ % unit.ps_;
+    return Time((q + (r > 0 ? 1 : 0)) * unit.ps_);
+  }
 
  private:
+  constexpr explicit Time(int64_t ps) : ps_(ps) {}
   static constexpr int64_t RoundPs(double ps) {
     return static_cast<int64_t>(ps < 0 ? ps - 0.5 : ps + 0.5);
   }
+
+  int64_t ps_ = 0;
 };
 
 struct Bytes {

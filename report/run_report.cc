@@ -208,7 +208,7 @@ std::string Summary(const RunResult& r) {
     return a->modelled() > b->modelled();
   });
   for (const CategoryResult* c : cats) {
-    if (c->modelled().ps == 0 && c->roofline.ps == 0) continue;
+    if (c->modelled().picos() == 0 && c->roofline.picos() == 0) continue;
     std::snprintf(line, sizeof(line), "  %-24s %10.1f us modelled %10.1f us roofline\n",
                   c->category.c_str(), c->modelled().micros(), c->roofline.micros());
     os << line;

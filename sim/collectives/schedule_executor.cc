@@ -9,7 +9,7 @@ namespace podsim::sim {
 
 ScheduleExecutor::ScheduleExecutor(NetworkModel& network, const Options& options)
     : network_(network), options_(options) {
-  if (options.fixed_overhead.ps < 0) throw Error("fixed_overhead: must be >= 0");
+  if (options.fixed_overhead.picos() < 0) throw Error("fixed_overhead: must be >= 0");
   if (options.local_copy_bandwidth < 0) throw Error("local_copy_bandwidth: must be >= 0");
 }
 
@@ -30,23 +30,23 @@ int64_t ScheduleExecutor::Start(const Schedule& schedule, const ScheduleIndex& i
   run->left = n;
   run->callbacks = std::move(callbacks);
   const int64_t base = run->base;
-  pending_starts_.push({(start + options_.fixed_overhead).ps, base});
+  pending_starts_.push({(start + options_.fixed_overhead).picos(), base});
   runs_[base] = std::move(run);
   return base;
 }
 
 Time ScheduleExecutor::NextEventTime() const {
   const Time t_net = network_.NextEventTime();
-  const Time t_local = local_.empty() ? Time::Max() : Time{local_.top().first};
-  const Time t_start = pending_starts_.empty() ? Time::Max() : Time{pending_starts_.top().first};
+  const Time t_local = local_.empty() ? Time::Max() : Time::Picos(local_.top().first);
+  const Time t_start = pending_starts_.empty() ? Time::Max() : Time::Picos(pending_starts_.top().first);
   return std::min({t_net, t_local, t_start});
 }
 
 void ScheduleExecutor::AdvanceTo(Time until) {
   while (true) {
     const Time t_net = network_.NextEventTime();
-    const Time t_local = local_.empty() ? Time::Max() : Time{local_.top().first};
-    const Time t_start = pending_starts_.empty() ? Time::Max() : Time{pending_starts_.top().first};
+    const Time t_local = local_.empty() ? Time::Max() : Time::Picos(local_.top().first);
+    const Time t_start = pending_starts_.empty() ? Time::Max() : Time::Picos(pending_starts_.top().first);
     const Time t = std::min({t_net, t_local, t_start});
     if (t == Time::Max() || t > until) break;
     if (t_net == t) {
@@ -72,12 +72,12 @@ void ScheduleExecutor::AdvanceTo(Time until) {
         Complete(done[i], t);
       }
     }
-    while (!local_.empty() && local_.top().first == t.ps) {
+    while (!local_.empty() && local_.top().first == t.picos()) {
       const int64_t id = local_.top().second;
       local_.pop();
       Complete(id, t);
     }
-    while (!pending_starts_.empty() && pending_starts_.top().first == t.ps) {
+    while (!pending_starts_.empty() && pending_starts_.top().first == t.picos()) {
       const int64_t base = pending_starts_.top().second;
       pending_starts_.pop();
       StartRoots(base, t);
@@ -124,7 +124,7 @@ void ScheduleExecutor::StartTransfer(Run& run, int32_t index, Time t) {
   if (tr.local()) {
     if (options_.local_copy_bandwidth > 0 && bytes > 0) {
       const Time d = TransferTime(Bytes{bytes}, BytesPerSecond{options_.local_copy_bandwidth});
-      local_.push({(t + d).ps, id});
+      local_.push({(t + d).picos(), id});
     } else {
       immediate_.push_back(id);
     }

@@ -33,7 +33,7 @@ class ScheduleExecutor {
  public:
   struct Options {
     // Fixed cost of each collective (launch, synchronisation): its first transfers start after.
-    Time fixed_overhead{0};
+    Time fixed_overhead;
     // Bytes/s of a local copy or reduction (e.g. the HBM bandwidth); 0: local transfers are free.
     double local_copy_bandwidth = 0;
   };

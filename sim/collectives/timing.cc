@@ -46,7 +46,7 @@ TimingResult RunTiming(const Schedule& schedule, const topo::Topology& topology,
     ++step.transfers;
     step.bytes += bytes;
   };
-  Time now{0};
+  Time now;
   callbacks.done = [&](int32_t id, Time t) {
     if (options.record_transfers) result.transfer_end[static_cast<size_t>(id)] = t;
     const int32_t step = index.nodes[static_cast<size_t>(id)].step;
@@ -56,7 +56,7 @@ TimingResult RunTiming(const Schedule& schedule, const topo::Topology& topology,
     }
   };
   ScheduleExecutor executor(network, {options.fixed_overhead, options.local_copy_bandwidth});
-  executor.Start(schedule, index, nullptr, {}, Time{0}, std::move(callbacks));
+  executor.Start(schedule, index, nullptr, {}, Time(), std::move(callbacks));
   for (Time t = executor.NextEventTime(); t != Time::Max(); t = executor.NextEventTime()) {
     now = t;
     executor.AdvanceTo(t);

@@ -15,7 +15,7 @@ namespace podsim::sim {
 
 struct TimingOptions {
   // Fixed cost of the collective (launch, synchronisation): the first transfers start after it.
-  Time fixed_overhead{0};
+  Time fixed_overhead;
   // Bytes/s of a local copy or reduction (e.g. the HBM bandwidth); 0: local transfers are free.
   double local_copy_bandwidth = 0;
   // Keep each transfer's start and end times (TimingResult::transfer_start / transfer_end).
@@ -25,13 +25,13 @@ struct TimingOptions {
 struct StepTiming {
   int step = 0;
   Time start = Time::Max();  // earliest start of one of its network transfers
-  Time end{0};               // latest completion of one of its network transfers
+  Time end;               // latest completion of one of its network transfers
   int64_t transfers = 0;     // network transfers of the step
   int64_t bytes = 0;         // their bytes
 };
 
 struct TimingResult {
-  Time total{0};                  // fixed overhead + until the last transfer completes
+  Time total;                  // fixed overhead + until the last transfer completes
   std::vector<StepTiming> steps;  // one per schedule step, in order
   int64_t network_transfers = 0;
   int64_t network_bytes = 0;  // bytes of network transfers (each counted once)

@@ -9,8 +9,8 @@ namespace podsim::sim {
 
 EventId Engine::Schedule(Time at, Callback callback) {
   if (at < now_) {
-    throw Error("Engine::Schedule: event time " + std::to_string(at.ps) +
-                " ps is before the current time " + std::to_string(now_.ps) + " ps");
+    throw Error("Engine::Schedule: event time " + std::to_string(at.picos()) +
+                " ps is before the current time " + std::to_string(now_.picos()) + " ps");
   }
   if (!callback) throw Error("Engine::Schedule: empty callback");
   uint32_t slot;
@@ -73,8 +73,8 @@ void Engine::Run() {
 
 void Engine::RunUntil(Time t) {
   if (t < now_) {
-    throw Error("Engine::RunUntil: time " + std::to_string(t.ps) + " ps is before the current time " +
-                std::to_string(now_.ps) + " ps");
+    throw Error("Engine::RunUntil: time " + std::to_string(t.picos()) + " ps is before the current time " +
+                std::to_string(now_.picos()) + " ps");
   }
   stop_requested_ = false;
   while (!stop_requested_ && NextEventTime() <= t) Step();

@@ -71,7 +71,7 @@ class Engine {
   // Drops cancelled entries from the top of the queue.
   void SkipCancelled();
 
-  Time now_{0};
+  Time now_;
   uint64_t next_seq_ = 1;
   int64_t pending_ = 0;
   int64_t events_run_ = 0;

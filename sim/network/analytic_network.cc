@@ -29,12 +29,12 @@ Time PathsDuration(const topo::Topology& topology, const std::vector<topo::Topol
       else it->second += parts[p];
     }
   }
-  if (!moves) return Time{0};
-  Time data{0};
+  if (!moves) return Time();
+  Time data;
   for (const auto& [l, bytes] : load) {
     data = std::max(data, TransferTime(Bytes{bytes}, BytesPerSecond{links[static_cast<size_t>(l)].bandwidth_bytes_per_s}));
   }
-  return Time{latency} + data;
+  return Time::Picos(latency) + data;
 }
 
 }  // namespace

@@ -34,7 +34,7 @@ class AnalyticNetwork : public NetworkModel {
 
  private:
   const topo::Topology& topology_;
-  Time time_{0};                    // model time: the last Start or Advance
+  Time time_;                    // model time: the last Start or Advance
   std::vector<double> link_bytes_;  // per directed link
   internal::CompletionQueue completions_;
 };

@@ -307,24 +307,24 @@ int32_t FlowNetwork::Impl::FindOrCreateClass(const std::vector<int64_t>& path, i
 
 void FlowNetwork::Impl::SubflowDone(TransferId id, int32_t slot, int64_t done_ps) {
   if (slot == kNoSlot) {
-    completions_.Add(Time{done_ps}, id);
+    completions_.Add(Time::Picos(done_ps), id);
     return;
   }
   MultiSlot& s = slots_[static_cast<size_t>(slot)];
   s.done_ps = std::max(s.done_ps, done_ps);
   if (--s.pending == 0) {
-    completions_.Add(Time{s.done_ps}, s.id);
+    completions_.Add(Time::Picos(s.done_ps), s.id);
     free_slots_.push_back(slot);
   }
 }
 
 void FlowNetwork::Impl::Start(TransferId id, int64_t src_core, int64_t dst_core, Bytes bytes, Time now) {
-  if (batch_open_ && now.ps != batch_ps_) Flush();
+  if (batch_open_ && now.picos() != batch_ps_) Flush();
   if (!batch_open_) {
-    const Time next = std::min(Time{NextDataEnd()}, completions_.NextTime());
-    internal::CheckStart("flow", topology_, src_core, dst_core, bytes, now, Time{time_ps_}, next);
+    const Time next = std::min(Time::Picos(NextDataEnd()), completions_.NextTime());
+    internal::CheckStart("flow", topology_, src_core, dst_core, bytes, now, Time::Picos(time_ps_), next);
     batch_open_ = true;
-    batch_ps_ = now.ps;
+    batch_ps_ = now.picos();
     batch_first_class_ = classes_.size();
   } else {
     internal::CheckStart("flow", topology_, src_core, dst_core, bytes, now, now, now);
@@ -387,7 +387,7 @@ int64_t FlowNetwork::Impl::NextDataEnd() {
 
 Time FlowNetwork::Impl::NextEventTime() {
   Flush();
-  return std::min(Time{NextDataEnd()}, completions_.NextTime());
+  return std::min(Time::Picos(NextDataEnd()), completions_.NextTime());
 }
 
 void FlowNetwork::Impl::Flush() {
@@ -439,7 +439,7 @@ double FlowNetwork::Impl::FinishAt(int64_t t) {
         SubflowDone(member_ids_[static_cast<size_t>(m)], slot, t + k.latency_ps);
         continue;
       }
-      if (bucket == nullptr) bucket = &completions_.At(Time{t + k.latency_ps});
+      if (bucket == nullptr) bucket = &completions_.At(Time::Picos(t + k.latency_ps));
       bucket->push_back(member_ids_[static_cast<size_t>(m)]);
     }
   }
@@ -448,10 +448,10 @@ double FlowNetwork::Impl::FinishAt(int64_t t) {
 
 std::vector<TransferId> FlowNetwork::Impl::Advance(Time t) {
   Flush();
-  internal::CheckAdvance("flow", t, Time{time_ps_}, std::min(Time{NextDataEnd()}, completions_.NextTime()));
-  time_ps_ = t.ps;
-  if (NextDataEnd() == t.ps) {
-    const double lowest = FinishAt(t.ps);
+  internal::CheckAdvance("flow", t, Time::Picos(time_ps_), std::min(Time::Picos(NextDataEnd()), completions_.NextTime()));
+  time_ps_ = t.picos();
+  if (NextDataEnd() == t.picos()) {
+    const double lowest = FinishAt(t.picos());
     // Rates below `lowest` are unchanged (see the header); refill the classes at or above it.
     const auto split = std::lower_bound(order_.begin(), order_.end(), lowest,
                                         [&](int32_t c, double level) { return rate_[static_cast<size_t>(c)] < level; });
@@ -472,7 +472,7 @@ std::vector<TransferId> FlowNetwork::Impl::Advance(Time t) {
     if (active_classes_ == 0) {
       Reset();
     } else if (!fill_set_.empty()) {
-      Refill(t.ps, /*all=*/false);
+      Refill(t.picos(), /*all=*/false);
     }
   }
   return completions_.PopAt(t);

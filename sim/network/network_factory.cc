@@ -55,7 +55,7 @@ nlohmann::json NetworkOptionsToJson(const NetworkOptions& options) {
 }
 
 std::vector<double> LinkUtilization(const NetworkModel& model, const topo::Topology& topology, Time elapsed) {
-  if (elapsed.ps <= 0) throw Error("LinkUtilization: elapsed time must be > 0, got " + std::to_string(elapsed.ps) + " ps");
+  if (elapsed.picos() <= 0) throw Error("LinkUtilization: elapsed time must be > 0, got " + std::to_string(elapsed.picos()) + " ps");
   const std::vector<double>& bytes = model.LinkBytes();
   const auto& links = topology.links();
   std::vector<double> utilization(links.size(), 0.0);

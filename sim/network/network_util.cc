@@ -9,7 +9,7 @@
 namespace podsim::sim::internal {
 
 namespace {
-std::string Ps(Time t) { return t == Time::Max() ? std::string("never") : std::to_string(t.ps) + " ps"; }
+std::string Ps(Time t) { return t == Time::Max() ? std::string("never") : std::to_string(t.picos()) + " ps"; }
 }  // namespace
 
 void CheckStart(const char* model, const topo::Topology& topology, int64_t src_core,
@@ -92,7 +92,7 @@ void RadixSort(std::vector<TransferId>& ids) {
 }  // namespace
 
 std::vector<TransferId> CompletionQueue::PopAt(Time t) {
-  auto it = by_time_.find(t.ps);
+  auto it = by_time_.find(t.picos());
   if (it == by_time_.end()) return {};
   std::vector<TransferId> ids = std::move(it->second);
   by_time_.erase(it);

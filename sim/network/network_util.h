@@ -34,11 +34,11 @@ int64_t PathLatencyPs(const topo::Topology& topology, const std::vector<int64_t>
 // Transfers whose completion time is known, grouped by that time.
 class CompletionQueue {
  public:
-  void Add(Time t, TransferId id) { by_time_[t.ps].push_back(id); }
+  void Add(Time t, TransferId id) { by_time_[t.picos()].push_back(id); }
   // The transfers completing at t, to append to (one lookup for many Adds).
-  std::vector<TransferId>& At(Time t) { return by_time_[t.ps]; }
+  std::vector<TransferId>& At(Time t) { return by_time_[t.picos()]; }
   // Earliest pending completion time; Time::Max() when empty.
-  Time NextTime() const { return by_time_.empty() ? Time::Max() : Time{by_time_.begin()->first}; }
+  Time NextTime() const { return by_time_.empty() ? Time::Max() : Time::Picos(by_time_.begin()->first); }
   // Removes and returns the transfers completing at exactly t, ascending (empty if none).
   std::vector<TransferId> PopAt(Time t);
   bool empty() const { return by_time_.empty(); }

@@ -32,7 +32,7 @@ void PacketNetwork::Push(int64_t time_ps, EventKind kind, int32_t index) {
 }
 
 Time PacketNetwork::NextEventTime() const {
-  return events_.empty() ? Time::Max() : Time{events_.front().time_ps};
+  return events_.empty() ? Time::Max() : Time::Picos(events_.front().time_ps);
 }
 
 void PacketNetwork::Start(TransferId id, int64_t src_core, int64_t dst_core, Bytes bytes, Time now) {
@@ -74,9 +74,9 @@ void PacketNetwork::Start(TransferId id, int64_t src_core, int64_t dst_core, Byt
     stream.injected = 0;
     stream.delivered = 0;
     if (stream.links.empty()) {
-      Push(now.ps, EventKind::kStreamDone, s);  // same core: nothing to move
+      Push(now.picos(), EventKind::kStreamDone, s);  // same core: nothing to move
     } else {
-      Inject(s, now.ps);
+      Inject(s, now.picos());
     }
   }
 }
@@ -103,7 +103,7 @@ void PacketNetwork::OnArrive(int32_t packet_index, int64_t now_ps) {
   Packet& packet = packets_[static_cast<size_t>(packet_index)];
   Stream& stream = streams_[static_cast<size_t>(packet.stream)];
   const size_t l = static_cast<size_t>(stream.links[static_cast<size_t>(packet.hop)]);
-  const int64_t serialise = packet.bytes > 0 ? TransferTime(Bytes{packet.bytes}, BytesPerSecond{bandwidth_[l]}).ps : 0;
+  const int64_t serialise = packet.bytes > 0 ? TransferTime(Bytes{packet.bytes}, BytesPerSecond{bandwidth_[l]}).picos() : 0;
   // FIFO: events arrive in time order, so the link serves packets in arrival order.
   const int64_t start = std::max(now_ps, free_ps_[l]);
   // Store-and-forward: tail_ps == now_ps <= start. Cut-through: the link cannot send the tail
@@ -140,7 +140,7 @@ std::vector<TransferId> PacketNetwork::Advance(Time t) {
   internal::CheckAdvance("packet", t, time_, NextEventTime());
   time_ = t;
   std::vector<TransferId> done;
-  while (!events_.empty() && events_.front().time_ps == t.ps) {
+  while (!events_.empty() && events_.front().time_ps == t.picos()) {
     std::pop_heap(events_.begin(), events_.end(), std::greater<>());
     const Event event = events_.back();
     events_.pop_back();

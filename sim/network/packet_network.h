@@ -89,7 +89,7 @@ class PacketNetwork : public NetworkModel {
   std::vector<double> link_bytes_;
   std::vector<int64_t> link_busy_ps_;
 
-  Time time_{0};
+  Time time_;
   uint64_t next_seq_ = 0;
   int64_t events_processed_ = 0;
   std::vector<Event> events_;  // min-heap on (time, seq)

@@ -101,10 +101,10 @@ void CollectiveExecutor::RunFast(const Key& key, Time t) {
   const CollectivePlan& c = plan_.collectives[static_cast<size_t>(key.first)];
   std::map<int64_t, std::vector<int64_t>> by_time;
   for (const auto& g : c.groups) {
-    for (int64_t p : g) by_time[(t + memo->done[static_cast<size_t>(p)]).ps].push_back(p);
+    for (int64_t p : g) by_time[(t + memo->done[static_cast<size_t>(p)]).picos()].push_back(p);
   }
   for (auto& [ps, devices] : by_time) {
-    r.events.push_back(engine_.Schedule(Time{ps}, [this, key, devices = std::move(devices)] {
+    r.events.push_back(engine_.Schedule(Time::Picos(ps), [this, key, devices = std::move(devices)] {
       for (int64_t d : devices) Deliver(key, d, engine_.now());
     }));
   }

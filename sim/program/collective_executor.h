@@ -70,8 +70,8 @@ class CollectiveExecutor {
   };
   struct Reservation {
     Key key;
-    Time start{0};
-    Time end{0};
+    Time start;
+    Time end;
     std::shared_ptr<const CollectiveMemo> memo;
     std::vector<EventId> events;
     size_t period = 0;  // index into memo_periods_

@@ -113,7 +113,7 @@ CollectiveMemo ComputeMemo(const CollectivePlan& plan, const topo::Topology& top
                            const MemoOptions& options) {
   CollectiveMemo memo;
   const int64_t partitions = static_cast<int64_t>(plan.group_of.size());
-  memo.done.assign(static_cast<size_t>(partitions), Time{0});
+  memo.done.assign(static_cast<size_t>(partitions), Time());
   const int64_t estimate = EstimateTransfers(plan);
   if (estimate > options.exact_max_transfers &&
       plan.spec.kind != CollectiveKind::kCollectivePermute) {

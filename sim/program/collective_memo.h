@@ -40,14 +40,14 @@ std::shared_ptr<const ScheduleData> MakeScheduleData(const CollectiveSpec& spec,
 struct MemoOptions {
   std::string network = "flow";
   NetworkOptions network_options;
-  Time fixed_overhead{0};           // per collective, before its first transfer
+  Time fixed_overhead;           // per collective, before its first transfer
   double local_copy_bandwidth = 0;  // B/s of local copies / reductions (0: free)
   int64_t exact_max_transfers = 300000;
 };
 
 struct CollectiveMemo {
   bool closed_form = false;
-  Time total{0};                       // start to the last member's completion
+  Time total;                       // start to the last member's completion
   std::vector<Time> done;              // per partition: completion after the start (members)
   std::vector<double> link_bytes;      // per directed link
   int64_t network_transfers = 0;       // of the schedule (estimated for the closed form)

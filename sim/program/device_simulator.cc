@@ -26,17 +26,17 @@ DeviceSimulator::DeviceSimulator(const ProgramPlan& plan, const topo::Topology& 
   records_.resize(n);
   for (size_t d = 0; d < n; ++d) {
     Device& dev = devices_[d];
-    dev.done.assign(colls, Time{0});
+    dev.done.assign(colls, Time());
     dev.occurrences.assign(colls, 0);
     dev.open.assign(colls, -1);
     auto it = options.stragglers.find(static_cast<int64_t>(d));
     if (it != options.stragglers.end()) dev.slowdown = it->second;
     DeviceRecord& rec = records_[d];
-    rec.category_compute.assign(cats, Time{0});
-    rec.category_communication.assign(cats, Time{0});
+    rec.category_compute.assign(cats, Time());
+    rec.category_communication.assign(cats, Time());
     rec.collective_executions.assign(colls, 0);
-    rec.collective_time.assign(colls, Time{0});
-    rec.collective_max.assign(colls, Time{0});
+    rec.collective_time.assign(colls, Time());
+    rec.collective_max.assign(colls, Time());
   }
   if (options.trace.enabled) {
     for (int64_t d : traced_devices) {
@@ -95,7 +95,7 @@ void DeviceSimulator::BuildTraceNames() {
 
 Time DeviceSimulator::Scaled(Time t, double factor) const {
   if (factor == 1.0) return t;
-  return Time{static_cast<int64_t>(std::llround(static_cast<double>(t.ps) * factor))};
+  return t.Scaled(factor);
 }
 
 void DeviceSimulator::Run() {
@@ -105,7 +105,7 @@ void DeviceSimulator::Run() {
     devices_[d].stack.push_back(std::move(entry));
   }
   for (size_t d = 0; d < devices_.size(); ++d) {
-    engine_.Schedule(Time{0}, [this, d] { RunDevice(static_cast<int64_t>(d)); });
+    engine_.Schedule(Time(), [this, d] { RunDevice(static_cast<int64_t>(d)); });
   }
   engine_.Run();
   for (size_t d = 0; d < devices_.size(); ++d) {
@@ -167,9 +167,9 @@ void DeviceSimulator::RunDevice(int64_t d) {
         if (!body.has_collectives) {
           // Compute only: the cached body time, trip_count times, as one busy interval.
           DeviceRecord& rec = records_[static_cast<size_t>(d)];
-          Time total{0};
+          Time total;
           for (size_t c = 0; c < body.categories.size(); ++c) {
-            const Time t = Scaled(Time{body.categories[c].modelled.ps * s.trip_count}, dev.slowdown);
+            const Time t = Scaled(body.categories[c].modelled * s.trip_count, dev.slowdown);
             rec.category_compute[c] += t;
             total += t;
           }
@@ -230,7 +230,7 @@ void DeviceSimulator::Busy(int64_t d, Time duration, int32_t category, int32_t n
   const Time end = start + duration;
   rec.compute += duration;
   if (account) rec.category_compute[static_cast<size_t>(category)] += duration;
-  if (duration.ps > 0) {
+  if (duration.picos() > 0) {
     if (!rec.busy.empty() && rec.busy.back().second == start) {
       rec.busy.back().second = end;
     } else {

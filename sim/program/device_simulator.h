@@ -17,8 +17,8 @@ namespace podsim::sim {
 
 // What one device did.
 struct DeviceRecord {
-  Time finish{0};
-  Time compute{0};                               // busy time of the compute stream
+  Time finish;
+  Time compute;                               // busy time of the compute stream
   std::vector<std::pair<Time, Time>> busy;       // merged compute intervals
   std::vector<std::pair<Time, Time>> in_flight;  // one per collective execution: arrival, done
   std::vector<Time> category_compute;            // per category
@@ -50,14 +50,14 @@ class DeviceSimulator {
     int32_t pc = 0;
     int64_t iteration = 0;
     int64_t trips = 1;
-    Time start{0};
+    Time start;
     int32_t loop_name = -1;          // trace name of the loop step that pushed it
     int32_t loop_category = 0;
     std::vector<int32_t> started;    // collectives started in this iteration
   };
   struct Device {
     std::vector<Frame> stack;
-    Time clock{0};
+    Time clock;
     std::vector<Time> done;          // per collective: completion, Time::Max() in flight
     std::vector<int64_t> occurrences;
     std::vector<int64_t> open;       // per collective: index into in_flight

@@ -180,13 +180,13 @@ class PlanBuilder {
         const ComputationPlan& body = plan_.computations[static_cast<size_t>(step.body)];
         cp.has_collectives = cp.has_collectives || body.has_collectives;
         const int64_t trips = std::max<int64_t>(0, root->trip_count);
-        cp.compute_time += Time{body.compute_time.ps * trips};
-        cp.roofline_time += Time{body.roofline_time.ps * trips};
+        cp.compute_time += body.compute_time * trips;
+        cp.roofline_time += body.roofline_time * trips;
         for (size_t c = 0; c < cp.categories.size(); ++c) {
           const CategoryWork& b = body.categories[c];
           CategoryWork& w = cp.categories[c];
-          w.modelled += Time{b.modelled.ps * trips};
-          w.roofline += Time{b.roofline.ps * trips};
+          w.modelled += b.modelled * trips;
+          w.roofline += b.roofline * trips;
           w.flops += b.flops * static_cast<double>(trips);
           w.hbm_bytes += b.hbm_bytes * static_cast<double>(trips);
           w.ops += b.ops * trips;
@@ -325,7 +325,7 @@ class PlanBuilder {
   // The bandwidth term of the algorithm's closed form; if it has none, the partition's bytes
   // over the bandwidth of the links leaving its chip, shared by the chip's cores.
   Time Roofline(const CollectivePlan& c) const {
-    if (c.spec.elements == 0) return Time{0};
+    if (c.spec.elements == 0) return Time();
     try {
       const AnalyticEstimate e =
           EstimateAlphaBeta(AnalyticInputFor(c.spec, topology_, c.algorithm.algorithm));
@@ -336,7 +336,7 @@ class PlanBuilder {
     for (const topo::Link& l : topology_.links()) {
       if (l.src_chip == 0 && l.kind == topo::LinkKind::kIci) out_bandwidth += l.bandwidth_bytes_per_s;
     }
-    if (out_bandwidth <= 0) return Time{0};
+    if (out_bandwidth <= 0) return Time();
     return Time::FromSeconds(c.network_bytes * static_cast<double>(topology_.cores_per_chip()) /
                              out_bandwidth);
   }

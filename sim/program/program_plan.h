@@ -51,8 +51,8 @@ struct Step {
 
 // Per-category sums over one execution of a computation (nested loops included).
 struct CategoryWork {
-  Time modelled{0};
-  Time roofline{0};
+  Time modelled;
+  Time roofline;
   double flops = 0;
   double hbm_bytes = 0;
   int64_t ops = 0;  // launched ops (fused groups)
@@ -64,8 +64,8 @@ struct ComputationPlan {
   std::vector<Step> steps;
   bool has_collectives = false;  // here or in a nested loop body
   // One execution when !has_collectives (else the compute part only): sums over the steps.
-  Time compute_time{0};
-  Time roofline_time{0};
+  Time compute_time;
+  Time roofline_time;
   std::vector<CategoryWork> categories;  // indexed like ProgramPlan::categories
 };
 
@@ -79,7 +79,7 @@ struct CollectivePlan {
   std::vector<std::vector<int64_t>> groups;
   std::vector<int32_t> group_of;  // per partition: index into groups, -1: takes no part
   AlgorithmOptions algorithm;     // resolved (never "default")
-  Time roofline{0};               // bandwidth term of the algorithm's closed form (analytic.h)
+  Time roofline;               // bandwidth term of the algorithm's closed form (analytic.h)
   double network_bytes = 0;       // bytes one partition sends (ir cost analysis)
   // Index of the first step of its computation that reads the result (steps.size(): none).
   int32_t done_step = 0;

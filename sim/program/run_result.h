@@ -31,9 +31,9 @@ namespace podsim::sim {
 
 struct CategoryResult {
   std::string category;
-  Time compute{0};        // critical device, modelled
-  Time communication{0};  // critical device, its collectives in flight (arrival to done)
-  Time roofline{0};       // compute roofline + collective rooflines, per device
+  Time compute;        // critical device, modelled
+  Time communication;  // critical device, its collectives in flight (arrival to done)
+  Time roofline;       // compute roofline + collective rooflines, per device
   double flops = 0;       // per device
   double hbm_bytes = 0;   // per device, after fusion
   int64_t ops = 0;        // launched compute ops per device
@@ -49,9 +49,9 @@ struct CollectiveResult {
   int64_t group_size = 0;      // members of its first group
   int64_t bytes = 0;           // per partition input bytes
   int64_t executions = 0;      // per device (loop trips included)
-  Time mean{0};                // per execution, averaged over participating devices
-  Time max{0};                 // longest arrival-to-done on any device
-  Time roofline{0};            // per execution
+  Time mean;                // per execution, averaged over participating devices
+  Time max;                 // longest arrival-to-done on any device
+  Time roofline;            // per execution
   int64_t memoized = 0;        // instances timed from the exact memo
   int64_t closed_form = 0;     // instances timed from the closed form
   int64_t live_groups = 0;     // groups run on the shared network
@@ -80,10 +80,10 @@ struct LinkSummary {
 };
 
 struct DeviceResult {
-  Time finish{0};
-  Time compute{0};
-  Time communication{0};
-  Time overlap{0};
+  Time finish;
+  Time compute;
+  Time communication;
+  Time overlap;
 };
 
 struct OpResult {
@@ -93,8 +93,8 @@ struct OpResult {
   std::string fusion;       // FusionKindName
   int64_t fused = 1;        // instructions in the group
   int64_t executions = 0;   // per device
-  Time modelled{0};         // per execution
-  Time roofline{0};         // per execution
+  Time modelled;         // per execution
+  Time roofline;         // per execution
   std::string bound;
   double flops = 0;         // per execution
   double hbm_bytes = 0;     // per execution
@@ -124,14 +124,14 @@ struct RunResult {
   std::string module;
   std::string topology;
   int64_t num_partitions = 0;
-  Time step_time{0};
+  Time step_time;
   int64_t critical_device = 0;
-  Time compute_time{0};
-  Time communication_time{0};
-  Time overlap_time{0};
-  Time exposed_communication{0};
-  Time idle_time{0};
-  Time roofline_time{0};
+  Time compute_time;
+  Time communication_time;
+  Time overlap_time;
+  Time exposed_communication;
+  Time idle_time;
+  Time roofline_time;
   double roofline_fraction = 0;
   std::vector<CategoryResult> categories;  // sorted by name
   std::vector<CollectiveResult> collectives;

@@ -69,7 +69,7 @@ class SharedNetwork {
   EventId wake_;
   Time wake_time_ = Time::Max();
   // The busy period in progress.
-  Time period_start_{0};
+  Time period_start_;
   std::vector<double> period_snapshot_;
   std::vector<std::string> period_labels_;
   std::vector<LinkPeriod> periods_;

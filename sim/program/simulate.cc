@@ -64,7 +64,7 @@ std::pair<Time, Time> UnionAndOverlap(std::vector<std::pair<Time, Time>> interva
       merged.push_back(iv);
     }
   }
-  Time total{0}, overlap{0};
+  Time total, overlap;
   for (const auto& m : merged) total += m.second - m.first;
   size_t b = 0;
   for (const auto& m : merged) {
@@ -88,7 +88,7 @@ LinkResult MakeLink(const topo::Topology& topology, int64_t l, double bytes, Tim
   r.direction = link.direction;
   r.kind = link.kind == topo::LinkKind::kIci ? "ici" : "on-chip";
   r.bytes = bytes;
-  r.utilization = step.ps > 0 ? bytes / (link.bandwidth_bytes_per_s * step.seconds()) : 0.0;
+  r.utilization = step.picos() > 0 ? bytes / (link.bandwidth_bytes_per_s * step.seconds()) : 0.0;
   return r;
 }
 
@@ -169,7 +169,7 @@ void Report(const ProgramPlan& plan, const topo::Topology& topology, const SimOp
     out.bytes = c.spec.elements * c.spec.element_bytes;
     out.executions = crit.collective_executions[k];
     out.roofline = c.roofline;
-    Time sum{0};
+    Time sum;
     int64_t count = 0;
     for (int64_t d = 0; d < n; ++d) {
       if (c.group_of[static_cast<size_t>(d)] < 0) continue;
@@ -178,18 +178,18 @@ void Report(const ProgramPlan& plan, const topo::Topology& topology, const SimOp
       count += rec.collective_executions[k];
       out.max = std::max(out.max, rec.collective_max[k]);
     }
-    out.mean = count > 0 ? Time{sum.ps / count} : Time{0};
+    out.mean = count > 0 ? sum / count : Time();
     out.memoized = counters[k].memoized;
     out.closed_form = counters[k].closed_form;
     out.live_groups = counters[k].live_groups;
     out.replayed = counters[k].replayed;
     CategoryResult& cat = r.categories[static_cast<size_t>(c.category)];
-    cat.roofline += Time{c.roofline.ps * out.executions};
+    cat.roofline += c.roofline * out.executions;
     cat.collectives += out.executions;
     r.collectives.push_back(std::move(out));
   }
   for (const CategoryResult& c : r.categories) r.roofline_time += c.roofline;
-  r.roofline_fraction = r.step_time.ps > 0 ? r.roofline_time.seconds() / r.step_time.seconds() : 0.0;
+  r.roofline_fraction = r.step_time.picos() > 0 ? r.roofline_time.seconds() / r.step_time.seconds() : 0.0;
   CollectOps(plan, 0, 1, r.ops);
   for (const ComputationPlan& cp : plan.computations) {
     for (const Step& s : cp.steps) r.fusion_groups += s.kind == StepKind::kCompute ? 1 : 0;

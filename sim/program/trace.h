@@ -20,8 +20,8 @@ namespace podsim::sim {
 // Bytes links carried over one interval: a memoized collective, or a period during which the
 // shared network was busy. Sparse: (link id, bytes), ascending ids.
 struct LinkPeriod {
-  Time start{0};
-  Time end{0};
+  Time start;
+  Time end;
   std::vector<std::pair<int32_t, double>> bytes;
   std::string label;  // what ran: collective instruction names
 };
@@ -33,8 +33,8 @@ struct TraceSpan {
   int32_t name = 0;      // index into TraceData::names
   int32_t category = 0;  // index into TraceData::categories
   SpanKind kind = SpanKind::kCompute;
-  Time start{0};
-  Time duration{0};
+  Time start;
+  Time duration;
 };
 
 struct TraceLink {

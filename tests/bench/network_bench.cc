@@ -43,10 +43,10 @@ Time RunAllToAll(NetworkModel& net, int64_t n, int64_t bytes_per_partition) {
   const Bytes chunk{bytes_per_partition / n};
   for (int64_t s = 0; s < n; ++s) {
     for (int64_t d = 0; d < n; ++d) {
-      if (s != d) net.Start(s * n + d, s, d, chunk, Time{0});
+      if (s != d) net.Start(s * n + d, s, d, chunk, Time());
     }
   }
-  Time last{0};
+  Time last;
   int64_t done = 0;
   for (Time t = net.NextEventTime(); t != Time::Max(); t = net.NextEventTime()) {
     done += static_cast<int64_t>(net.Advance(t).size());

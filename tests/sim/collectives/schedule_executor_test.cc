@@ -63,19 +63,19 @@ TEST_CASE("a chain: 0->1, then a local copy on 1, then 1->2") {
   cb.done = [&](int32_t k, Time t) { done[static_cast<size_t>(k)] = t; };
   cb.device_done = [&](int64_t p, Time t) { device[static_cast<size_t>(p)] = t; };
   cb.finished = [&](Time t) { finished = t; };
-  x.Start(s, index, nullptr, {0, 1, 2, 3}, Time{0}, cb);
+  x.Start(s, index, nullptr, {0, 1, 2, 3}, Time(), cb);
   RunToEnd(x);
-  CHECK(started[0].ps == kUs / 2);
-  CHECK(done[0].ps == 5 * kUs / 2);
+  CHECK(started[0].picos() == kUs / 2);
+  CHECK(done[0].picos() == 5 * kUs / 2);
   CHECK(started[1] == done[0]);
-  CHECK(done[1].ps == 7 * kUs / 2);
-  CHECK(done[2].ps == 11 * kUs / 2);
-  CHECK(finished.ps == 11 * kUs / 2);
+  CHECK(done[1].picos() == 7 * kUs / 2);
+  CHECK(done[2].picos() == 11 * kUs / 2);
+  CHECK(finished.picos() == 11 * kUs / 2);
   // Partition 0's last transfer is the first; 3 has none, so it is done when the run starts.
   CHECK(device[0] == done[0]);
   CHECK(device[1] == done[2]);
   CHECK(device[2] == done[2]);
-  CHECK(device[3].ps == kUs / 2);
+  CHECK(device[3].picos() == kUs / 2);
   CHECK(x.idle());
 }
 
@@ -95,12 +95,12 @@ TEST_CASE("two runs on one link share it; a later run starts at its own time") {
   ScheduleExecutor::Callbacks ca, cb;
   ca.finished = [&](Time t) { done_a = t; };
   cb.finished = [&](Time t) { done_b = t; };
-  x.Start(a, ia, nullptr, {}, Time{0}, ca);
-  x.AdvanceTo(Time{kUs});
-  x.Start(b, ib, nullptr, {}, Time{kUs}, cb);
+  x.Start(a, ia, nullptr, {}, Time(), ca);
+  x.AdvanceTo(Time::Picos(kUs));
+  x.Start(b, ib, nullptr, {}, Time::Picos(kUs), cb);
   RunToEnd(x);
-  CHECK(done_b.ps == 6 * kUs);
-  CHECK(done_a.ps == 7 * kUs);
+  CHECK(done_b.picos() == 6 * kUs);
+  CHECK(done_a.picos() == 7 * kUs);
   CHECK(x.unfinished_transfers() == 0);
 }
 
@@ -111,7 +111,7 @@ TEST_CASE("a transfer whose deps never complete is reported, not lost") {
   const Schedule s = Make({{0, 1, 100, {}}, {1, 2, 100, {2}}, {2, 3, 100, {1}}});
   const ScheduleIndex index = IndexSchedule(s);
   ScheduleExecutor x(flow, {});
-  x.Start(s, index, nullptr, {}, Time{0}, {});
+  x.Start(s, index, nullptr, {}, Time(), {});
   RunToEnd(x);
   CHECK(x.unfinished_transfers() == 2);
   CHECK_FALSE(x.idle());

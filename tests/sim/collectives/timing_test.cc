@@ -43,11 +43,11 @@ TEST_CASE("unidirectional ring all-reduce on 4: 6 steps of (1 us + 4000 B / 1e9 
   TimingOptions options;
   options.record_transfers = true;
   const TimingResult r = RunTiming(s, *ring, flow, options);
-  CHECK(r.total.ps == 30 * kUs);
+  CHECK(r.total.picos() == 30 * kUs);
   REQUIRE(r.steps.size() == 6);
   for (int step = 0; step < 6; ++step) {
-    CHECK(r.steps[static_cast<size_t>(step)].start.ps == 5 * step * kUs);
-    CHECK(r.steps[static_cast<size_t>(step)].end.ps == 5 * (step + 1) * kUs);
+    CHECK(r.steps[static_cast<size_t>(step)].start.picos() == 5 * step * kUs);
+    CHECK(r.steps[static_cast<size_t>(step)].end.picos() == 5 * (step + 1) * kUs);
     CHECK(r.steps[static_cast<size_t>(step)].transfers == 4);
     CHECK(r.steps[static_cast<size_t>(step)].bytes == 16000);
   }
@@ -63,7 +63,7 @@ TEST_CASE("unidirectional ring all-reduce on 4: 6 steps of (1 us + 4000 B / 1e9 
   REQUIRE(r.transfer_end.size() == s.transfers.size());
   // The analytic (contention-free) network gives the same: nothing is shared.
   AnalyticNetwork analytic(*ring);
-  CHECK(RunTiming(s, *ring, analytic).total.ps == 30 * kUs);
+  CHECK(RunTiming(s, *ring, analytic).total.picos() == 30 * kUs);
 }
 
 TEST_CASE("bidirectional ring all-reduce on 4: 6 steps of (1 us + 2000 B / 1e9 B/s)") {
@@ -72,7 +72,7 @@ TEST_CASE("bidirectional ring all-reduce on 4: 6 steps of (1 us + 2000 B / 1e9 B
   const Schedule s = Build(*ring, CollectiveKind::kAllReduce, 4000, "ring-bidir");
   FlowNetwork flow(*ring);
   const TimingResult r = RunTiming(s, *ring, flow);
-  CHECK(r.total.ps == 18 * kUs);
+  CHECK(r.total.picos() == 18 * kUs);
   CHECK(r.busiest_link_bytes == doctest::Approx(12000));
   CHECK(r.max_link_utilization == doctest::Approx(12000.0 / (1e9 * 18e-6)));
 }
@@ -84,10 +84,10 @@ TEST_CASE("fixed overhead and local copy bandwidth") {
     // 5 us overhead first: 35 us; the first step starts at 5 us.
     FlowNetwork flow(*ring);
     TimingOptions options;
-    options.fixed_overhead = Time{5 * kUs};
+    options.fixed_overhead = Time::Picos(5 * kUs);
     const TimingResult r = RunTiming(s, *ring, flow, options);
-    CHECK(r.total.ps == 35 * kUs);
-    CHECK(r.steps[0].start.ps == 5 * kUs);
+    CHECK(r.total.picos() == 35 * kUs);
+    CHECK(r.steps[0].start.picos() == 5 * kUs);
     CHECK(r.busiest_link_utilization == doctest::Approx(24000.0 / (1e9 * 35e-6)));
   }
   {
@@ -95,7 +95,7 @@ TEST_CASE("fixed overhead and local copy bandwidth") {
     FlowNetwork flow(*ring);
     TimingOptions options;
     options.local_copy_bandwidth = 16e9;
-    CHECK(RunTiming(s, *ring, flow, options).total.ps == 31 * kUs);
+    CHECK(RunTiming(s, *ring, flow, options).total.picos() == 31 * kUs);
   }
 }
 
@@ -110,10 +110,10 @@ TEST_CASE("direct all-reduce on a 4-ring: each round is bound by the busiest lin
   FlowNetwork flow(*ring);
   const TimingResult r = RunTiming(s, *ring, flow);
   // Rates of 1e9/3 B/s round to whole picoseconds: a few ps of slack.
-  CHECK(std::llabs(r.total.ps - 18 * kUs) <= 4);
+  CHECK(std::llabs(r.total.picos() - 18 * kUs) <= 4);
   REQUIRE(r.steps.size() == 2);
-  CHECK(std::llabs(r.steps[0].end.ps - 9 * kUs) <= 4);
-  CHECK(std::llabs(r.steps[1].start.ps - 9 * kUs) <= 4);
+  CHECK(std::llabs(r.steps[0].end.picos() - 9 * kUs) <= 4);
+  CHECK(std::llabs(r.steps[1].start.picos() - 9 * kUs) <= 4);
 }
 
 TEST_CASE("link bytes add up to bytes x hops; a mid-size all-to-all runs") {
@@ -128,7 +128,7 @@ TEST_CASE("link bytes add up to bytes x hops; a mid-size all-to-all runs") {
   CHECK(std::accumulate(r.link_bytes.begin(), r.link_bytes.end(), 0.0) ==
         doctest::Approx(expected));
   CHECK(r.network_transfers == 128 * 127);
-  CHECK(r.total.ps > 0);
+  CHECK(r.total.picos() > 0);
   CHECK(r.max_link_utilization <= 1.0 + 1e-9);
 }
 
@@ -167,9 +167,9 @@ TEST_CASE("an empty schedule takes the fixed overhead only") {
   const Schedule s = BuildSchedule(spec, *ring);
   FlowNetwork flow(*ring);
   TimingOptions options;
-  options.fixed_overhead = Time{3 * kUs};
+  options.fixed_overhead = Time::Picos(3 * kUs);
   const TimingResult r = RunTiming(s, *ring, flow, options);
-  CHECK(r.total.ps == 3 * kUs);
+  CHECK(r.total.picos() == 3 * kUs);
   CHECK(r.busiest_link == -1);
 }
 

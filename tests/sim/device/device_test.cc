@@ -135,7 +135,7 @@ TEST_CASE("a fused group overlaps its units: max of matrix, vector and memory, o
   CHECK(t.roofline == Time::FromMicros(10));
   CHECK(t.modelled == Time::FromMicros(11));
   // Bookkeeping launches nothing and costs nothing.
-  CHECK(TimeWork(ComputeWork{}, HandSpec()).modelled == Time{0});
+  CHECK(TimeWork(ComputeWork{}, HandSpec()).modelled == Time());
 }
 
 TEST_CASE("matrix_sustained_fraction stretches the modelled matmul time, not the roofline") {

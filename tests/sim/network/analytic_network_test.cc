@@ -25,16 +25,16 @@ TEST_CASE("analytic: latency sum + bytes / bottleneck, no contention") {
   topo.SetRoute(0, 2, {a, b});
   topo.SetRoute(1, 2, {b});
   AnalyticNetwork net(topo);
-  CHECK(net.Duration(0, 2, Bytes{100}).ps == 2 * kPsPerSecond + 2 * kPsPerMicro);
-  net.Start(1, 0, 2, Bytes{100}, Time{0});
-  net.Start(2, 0, 2, Bytes{100}, Time{0});
-  net.Start(3, 1, 2, Bytes{50}, Time{0});  // 1 s + 1 us
-  net.Start(4, 1, 1, Bytes{50}, Time{0});  // same core: at once
+  CHECK(net.Duration(0, 2, Bytes{100}).picos() == 2 * kPsPerSecond + 2 * kPsPerMicro);
+  net.Start(1, 0, 2, Bytes{100}, Time());
+  net.Start(2, 0, 2, Bytes{100}, Time());
+  net.Start(3, 1, 2, Bytes{50}, Time());  // 1 s + 1 us
+  net.Start(4, 1, 1, Bytes{50}, Time());  // same core: at once
   const auto done = RunToCompletion(net);
-  CHECK(done.at(1).ps == 2 * kPsPerSecond + 2 * kPsPerMicro);
-  CHECK(done.at(2).ps == 2 * kPsPerSecond + 2 * kPsPerMicro);
-  CHECK(done.at(3).ps == kPsPerSecond + kPsPerMicro);
-  CHECK(done.at(4).ps == 0);
+  CHECK(done.at(1).picos() == 2 * kPsPerSecond + 2 * kPsPerMicro);
+  CHECK(done.at(2).picos() == 2 * kPsPerSecond + 2 * kPsPerMicro);
+  CHECK(done.at(3).picos() == kPsPerSecond + kPsPerMicro);
+  CHECK(done.at(4).picos() == 0);
   CHECK(net.LinkBytes() == std::vector<double>{200, 250});
 }
 
@@ -47,8 +47,8 @@ TEST_CASE("analytic: a split transfer ends with its slowest path") {
   const int64_t y = topo.AddLink(1, 2, 100, kPsPerMicro);
   topo.SetSplitRoute(0, 2, {{{direct}, 1.0 / 3}, {{x, y}, 2.0 / 3}});
   AnalyticNetwork net(topo);
-  net.Start(1, 0, 2, Bytes{300}, Time{0});
-  CHECK(RunToCompletion(net).at(1).ps == 2 * kPsPerSecond + 2 * kPsPerMicro);
+  net.Start(1, 0, 2, Bytes{300}, Time());
+  CHECK(RunToCompletion(net).at(1).picos() == 2 * kPsPerSecond + 2 * kPsPerMicro);
   CHECK(net.LinkBytes() == std::vector<double>{100, 200, 200});
 }
 
@@ -73,10 +73,10 @@ TEST_CASE("network factory and options") {
 
   // Utilisation: 100 B over a 100 B/s link in 2 s is half the capacity.
   auto net = MakeNetworkModel("flow", topo);
-  net->Start(1, 0, 1, Bytes{100}, Time{0});
+  net->Start(1, 0, 1, Bytes{100}, Time());
   RunToCompletion(*net);
-  CHECK(LinkUtilization(*net, topo, Time{2 * kPsPerSecond}) == std::vector<double>{0.5});
-  CHECK_THROWS_AS(LinkUtilization(*net, topo, Time{0}), Error);
+  CHECK(LinkUtilization(*net, topo, Time::Picos(2 * kPsPerSecond)) == std::vector<double>{0.5});
+  CHECK_THROWS_AS(LinkUtilization(*net, topo, Time()), Error);
 }
 
 }  // namespace

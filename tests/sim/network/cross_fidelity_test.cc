@@ -56,11 +56,11 @@ struct Transfer {
 // Completion time of the last transfer, starting all at t = 0.
 Time Makespan(NetworkModel& net, const std::vector<Transfer>& transfers, int64_t bytes = kBytes) {
   for (size_t i = 0; i < transfers.size(); ++i) {
-    net.Start(static_cast<TransferId>(i), transfers[i].src, transfers[i].dst, Bytes{bytes}, Time{0});
+    net.Start(static_cast<TransferId>(i), transfers[i].src, transfers[i].dst, Bytes{bytes}, Time());
   }
   const auto done = RunToCompletion(net);
   REQUIRE(done.size() == transfers.size());
-  Time last{0};
+  Time last;
   for (const auto& [id, t] : done) last = std::max(last, t);
   return last;
 }
@@ -131,7 +131,7 @@ TEST_CASE("cross-fidelity: the analytic time is the alpha-beta formula") {
   // 3 + 2 hops of 1 us, 2 MiB at 1e11 B/s: 5 us + 20.97152 us.
   const auto torus = Torus(8, 8);
   AnalyticNetwork analytic(*torus);
-  CHECK(analytic.Duration(0, 3 * 8 + 2, Bytes{kBytes}).ps == 5'000'000 + 20'971'520);
+  CHECK(analytic.Duration(0, 3 * 8 + 2, Bytes{kBytes}).picos() == 5'000'000 + 20'971'520);
 }
 
 TEST_CASE("cross-fidelity: flow and packet agree under simple contention") {

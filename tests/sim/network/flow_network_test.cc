@@ -31,14 +31,14 @@ TEST_CASE("flow: two flows share a link, a third on another link is unaffected")
   topo.SetRoute(0, 1, {topo.AddLink(0, 1, 100, 0)});
   topo.SetRoute(2, 3, {topo.AddLink(2, 3, 100, 0)});
   FlowNetwork net(topo);
-  net.Start(1, 0, 1, Bytes{100}, Time{0});
-  net.Start(2, 0, 1, Bytes{100}, Time{0});
-  net.Start(3, 2, 3, Bytes{100}, Time{0});
+  net.Start(1, 0, 1, Bytes{100}, Time());
+  net.Start(2, 0, 1, Bytes{100}, Time());
+  net.Start(3, 2, 3, Bytes{100}, Time());
   CHECK(net.LinkRates() == std::vector<double>{100, 100});
   const auto done = RunToCompletion(net);
-  CHECK(done.at(1).ps == 2 * kPsPerSecond);
-  CHECK(done.at(2).ps == 2 * kPsPerSecond);
-  CHECK(done.at(3).ps == 1 * kPsPerSecond);
+  CHECK(done.at(1).picos() == 2 * kPsPerSecond);
+  CHECK(done.at(2).picos() == 2 * kPsPerSecond);
+  CHECK(done.at(3).picos() == 1 * kPsPerSecond);
   // Every byte crossed its link exactly once.
   CHECK(net.LinkBytes() == std::vector<double>{200, 100});
   // a and b have one path and one size: one weighted class.
@@ -59,10 +59,10 @@ TEST_CASE("flow: max-min with a 3-flow bottleneck and a 2-flow link") {
   topo.SetRoute(0, 2, {a, b});
   topo.SetRoute(1, 2, {b});
   FlowNetwork net(topo, FlowOptions{.aggregate = false});
-  net.Start(1, 0, 1, Bytes{60}, Time{0});
-  net.Start(2, 0, 1, Bytes{60}, Time{0});
-  net.Start(3, 0, 2, Bytes{60}, Time{0});
-  net.Start(4, 1, 2, Bytes{240}, Time{0});
+  net.Start(1, 0, 1, Bytes{60}, Time());
+  net.Start(2, 0, 1, Bytes{60}, Time());
+  net.Start(3, 0, 2, Bytes{60}, Time());
+  net.Start(4, 1, 2, Bytes{240}, Time());
   CHECK(net.LinkRates() == std::vector<double>{90, 100});
   const auto done = RunToCompletion(net);
   CHECK(NearPs(done.at(1), 2 * kPsPerSecond));
@@ -79,9 +79,9 @@ TEST_CASE("flow: staggered sizes on one link re-share as flows leave") {
   HandTopology topo(2);
   topo.SetRoute(0, 1, {topo.AddLink(0, 1, 100, 0)});
   FlowNetwork net(topo);
-  net.Start(7, 0, 1, Bytes{300}, Time{0});
-  net.Start(5, 0, 1, Bytes{50}, Time{0});
-  net.Start(6, 0, 1, Bytes{150}, Time{0});
+  net.Start(7, 0, 1, Bytes{300}, Time());
+  net.Start(5, 0, 1, Bytes{50}, Time());
+  net.Start(6, 0, 1, Bytes{150}, Time());
   const auto done = RunToCompletion(net);
   CHECK(NearPs(done.at(5), 1'500'000'000'000));
   CHECK(NearPs(done.at(6), 3'500'000'000'000));
@@ -101,19 +101,19 @@ TEST_CASE("flow: latency is the last byte's flight time after the rate phase") {
   topo.SetRoute(1, 2, {l1});
   {
     FlowNetwork net(topo);
-    net.Start(1, 0, 2, Bytes{100}, Time{0});
-    net.Start(2, 1, 2, Bytes{100}, Time{0});
+    net.Start(1, 0, 2, Bytes{100}, Time());
+    net.Start(2, 1, 2, Bytes{100}, Time());
     const auto done = RunToCompletion(net);
-    CHECK(done.at(1).ps == 3 * kPsPerSecond);
-    CHECK(done.at(2).ps == 2'500'000'000'000);
+    CHECK(done.at(1).picos() == 3 * kPsPerSecond);
+    CHECK(done.at(2).picos() == 2'500'000'000'000);
   }
   {
     FlowNetwork net(topo);
-    net.Start(3, 0, 2, Bytes{100}, Time{0});
-    CHECK(net.NextEventTime().ps == 1 * kPsPerSecond);  // data ends: nothing completes yet
-    CHECK(net.Advance(Time{kPsPerSecond}).empty());
-    CHECK(net.NextEventTime().ps == 2 * kPsPerSecond);
-    CHECK(net.Advance(Time{2 * kPsPerSecond}) == std::vector<TransferId>{3});
+    net.Start(3, 0, 2, Bytes{100}, Time());
+    CHECK(net.NextEventTime().picos() == 1 * kPsPerSecond);  // data ends: nothing completes yet
+    CHECK(net.Advance(Time::Picos(kPsPerSecond)).empty());
+    CHECK(net.NextEventTime().picos() == 2 * kPsPerSecond);
+    CHECK(net.Advance(Time::Picos(2 * kPsPerSecond)) == std::vector<TransferId>{3});
     CHECK(net.NextEventTime() == Time::Max());
   }
 }
@@ -124,14 +124,14 @@ TEST_CASE("flow: a flow starting later takes its share from then on") {
   HandTopology topo(2);
   topo.SetRoute(0, 1, {topo.AddLink(0, 1, 100, 0)});
   FlowNetwork net(topo);
-  net.Start(1, 0, 1, Bytes{100}, Time{0});
-  CHECK(net.NextEventTime().ps == kPsPerSecond);
-  net.Start(2, 0, 1, Bytes{100}, Time{kPsPerSecond / 2});
+  net.Start(1, 0, 1, Bytes{100}, Time());
+  CHECK(net.NextEventTime().picos() == kPsPerSecond);
+  net.Start(2, 0, 1, Bytes{100}, Time::Picos(kPsPerSecond / 2));
   const auto done = RunToCompletion(net);
   CHECK(NearPs(done.at(1), 1'500'000'000'000));
   CHECK(NearPs(done.at(2), 2 * kPsPerSecond));
   // Starting in the past, or past a pending event, is a caller error.
-  CHECK_THROWS_AS(net.Start(3, 0, 1, Bytes{1}, Time{0}), Error);
+  CHECK_THROWS_AS(net.Start(3, 0, 1, Bytes{1}, Time()), Error);
 }
 
 TEST_CASE("flow: split paths, same core, zero bytes, bad input") {
@@ -144,27 +144,27 @@ TEST_CASE("flow: split paths, same core, zero bytes, bad input") {
   topo.SetSplitRoute(0, 2, {{{direct}, 0.5}, {{via, via2}, 0.5}});
   topo.SetRoute(0, 1, {via});
   FlowNetwork net(topo);
-  net.Start(1, 0, 2, Bytes{200}, Time{0});
-  net.Start(2, 1, 1, Bytes{500}, Time{0});  // same core: done at once
-  net.Start(3, 0, 1, Bytes{0}, Time{0});    // nothing to send: the hop latency only
-  CHECK(net.Advance(Time{0}) == std::vector<TransferId>{2});
+  net.Start(1, 0, 2, Bytes{200}, Time());
+  net.Start(2, 1, 1, Bytes{500}, Time());  // same core: done at once
+  net.Start(3, 0, 1, Bytes{0}, Time());    // nothing to send: the hop latency only
+  CHECK(net.Advance(Time()) == std::vector<TransferId>{2});
   const auto done = RunToCompletion(net);
-  CHECK(done.at(1).ps == kPsPerSecond + kPsPerMicro);
-  CHECK(done.at(3).ps == kPsPerMicro / 2);
+  CHECK(done.at(1).picos() == kPsPerSecond + kPsPerMicro);
+  CHECK(done.at(3).picos() == kPsPerMicro / 2);
   CHECK(net.LinkBytes() == std::vector<double>{100, 100, 100});
   CHECK_THROWS_AS(net.Start(4, 0, 3, Bytes{1}, net.NextEventTime()), Error);  // no core 3
-  CHECK_THROWS_AS(net.Start(4, 0, 1, Bytes{-1}, Time{kPsPerSecond * 2}), Error);
-  CHECK_THROWS_AS(net.Advance(Time{0}), Error);  // before the model time
+  CHECK_THROWS_AS(net.Start(4, 0, 1, Bytes{-1}, Time::Picos(kPsPerSecond * 2)), Error);
+  CHECK_THROWS_AS(net.Advance(Time()), Error);  // before the model time
 }
 
 TEST_CASE("flow: Advance may not skip an event") {
   HandTopology topo(2);
   topo.SetRoute(0, 1, {topo.AddLink(0, 1, 100, 0)});
   FlowNetwork net(topo);
-  net.Start(1, 0, 1, Bytes{100}, Time{0});
-  CHECK_THROWS_AS(net.Advance(Time{2 * kPsPerSecond}), Error);
-  CHECK(net.Advance(Time{kPsPerSecond / 4}).empty());  // an idle step before the event is fine
-  CHECK(net.Advance(Time{kPsPerSecond}) == std::vector<TransferId>{1});
+  net.Start(1, 0, 1, Bytes{100}, Time());
+  CHECK_THROWS_AS(net.Advance(Time::Picos(2 * kPsPerSecond)), Error);
+  CHECK(net.Advance(Time::Picos(kPsPerSecond / 4)).empty());  // an idle step before the event is fine
+  CHECK(net.Advance(Time::Picos(kPsPerSecond)) == std::vector<TransferId>{1});
 }
 
 // Reference fluid simulation: max-min rates recomputed from scratch by naive progressive
@@ -258,7 +258,7 @@ TEST_CASE("flow: random traffic on a 4x4 torus matches a from-scratch max-min re
     std::map<TransferId, Time> done;
     TransferId id = 0;
     for (int64_t wave_ps : {int64_t{0}, 3 * kPsPerMicro, 7 * kPsPerMicro}) {
-      while (net.NextEventTime().ps < wave_ps) {
+      while (net.NextEventTime().picos() < wave_ps) {
         const Time t = net.NextEventTime();
         for (TransferId finished : net.Advance(t)) done[finished] = t;
       }
@@ -267,7 +267,7 @@ TEST_CASE("flow: random traffic on a 4x4 torus matches a from-scratch max-min re
         const int64_t dst = i % 10 == 0 ? src : core(rng);
         // Some repeated sizes so that aggregation has identical flows to merge.
         const int64_t bytes = i % 3 == 0 ? 250'000 : size(rng);
-        net.Start(id, src, dst, Bytes{bytes}, Time{wave_ps});
+        net.Start(id, src, dst, Bytes{bytes}, Time::Picos(wave_ps));
         const auto paths = torus.RouteSplit(src, dst);
         const auto parts = internal::SplitBytes(bytes, paths);
         for (size_t p = 0; p < paths.size(); ++p) {
@@ -305,7 +305,7 @@ TEST_CASE("flow: AllToAll on a 4x4 torus with 2 cores per chip; aggregation is e
     FlowNetwork net(torus, FlowOptions{.aggregate = aggregate == 1});
     const int64_t n = torus.num_cores();
     for (int64_t s = 0; s < n; ++s) {
-      for (int64_t d = 0; d < n; ++d) net.Start(s * n + d, s, d, Bytes{65536}, Time{0});
+      for (int64_t d = 0; d < n; ++d) net.Start(s * n + d, s, d, Bytes{65536}, Time());
     }
     results[aggregate] = RunToCompletion(net);
     stats[aggregate] = net.stats();
@@ -321,7 +321,7 @@ TEST_CASE("flow: AllToAll on a 4x4 torus with 2 cores per chip; aggregation is e
     CHECK(sum == doctest::Approx(expected).epsilon(1e-12));
   }
   CHECK(results[0].size() == 32 * 32);
-  for (const auto& [id, t] : results[0]) CHECK(NearPs(results[1].at(id), t.ps, 2));
+  for (const auto& [id, t] : results[0]) CHECK(NearPs(results[1].at(id), t.picos(), 2));
   CHECK(stats[1].classes * 3 < stats[0].classes);
 }
 

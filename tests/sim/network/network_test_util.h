@@ -121,6 +121,6 @@ inline std::map<TransferId, Time> RunToCompletion(NetworkModel& model) {
 }
 
 // |a - b| <= tolerance picoseconds (rounding of rates to whole picoseconds).
-inline bool NearPs(Time a, int64_t b, int64_t tolerance = 4) { return std::llabs(a.ps - b) <= tolerance; }
+inline bool NearPs(Time a, int64_t b, int64_t tolerance = 4) { return std::llabs(a.picos() - b) <= tolerance; }
 
 }  // namespace podsim::sim::testing

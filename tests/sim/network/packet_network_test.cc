@@ -33,9 +33,9 @@ TEST_CASE("packet: store-and-forward pipelines n packets over h hops in (h + n -
   for (int64_t latency : {int64_t{0}, kPsPerMicro / 2}) {
     const HandTopology topo = Line(latency);
     PacketNetwork net(topo, PacketOptions{.packet_bytes = 1000, .switching = PacketSwitching::kStoreAndForward});
-    net.Start(1, 0, 3, Bytes{4000}, Time{0});
+    net.Start(1, 0, 3, Bytes{4000}, Time());
     const auto done = RunToCompletion(net);
-    CHECK(done.at(1).ps == 6 * kPsPerMicro + 3 * latency);
+    CHECK(done.at(1).picos() == 6 * kPsPerMicro + 3 * latency);
     CHECK(net.LinkBytes() == std::vector<double>{4000, 4000, 4000});
     CHECK(net.LinkBusyPs() == std::vector<int64_t>{4 * kPsPerMicro, 4 * kPsPerMicro, 4 * kPsPerMicro});
     CHECK(net.events_processed() == 4 * 3 + 4);  // 4 packets x 3 hops, 4 deliveries
@@ -48,8 +48,8 @@ TEST_CASE("packet: a short last packet") {
   // link: [4,4.5]; hop 2: [2,3] [3,4] [4,5] [5,5.5]. Done at 5.5 us.
   const HandTopology topo = Line(0);
   PacketNetwork net(topo, PacketOptions{.packet_bytes = 1000, .switching = PacketSwitching::kStoreAndForward});
-  net.Start(1, 0, 3, Bytes{3500}, Time{0});
-  CHECK(RunToCompletion(net).at(1).ps == 5'500'000);
+  net.Start(1, 0, 3, Bytes{3500}, Time());
+  CHECK(RunToCompletion(net).at(1).picos() == 5'500'000);
 }
 
 TEST_CASE("packet: cut-through takes h * latency + n * slot, the alpha-beta time") {
@@ -57,8 +57,8 @@ TEST_CASE("packet: cut-through takes h * latency + n * slot, the alpha-beta time
   // 3 hops x 0.5 us + 4 packets x 1 us = 5.5 us (store-and-forward: 7.5 us above).
   const HandTopology topo = Line(kPsPerMicro / 2);
   PacketNetwork net(topo, PacketOptions{.packet_bytes = 1000, .switching = PacketSwitching::kCutThrough});
-  net.Start(1, 0, 3, Bytes{4000}, Time{0});
-  CHECK(RunToCompletion(net).at(1).ps == 5'500'000);
+  net.Start(1, 0, 3, Bytes{4000}, Time());
+  CHECK(RunToCompletion(net).at(1).picos() == 5'500'000);
 }
 
 TEST_CASE("packet: FIFO queues where paths merge, round-robin at a shared source") {
@@ -68,40 +68,40 @@ TEST_CASE("packet: FIFO queues where paths merge, round-robin at a shared source
     // Store-and-forward: A on link 0->1 [0,1] us; B on link 1->2 [0,1]; A reaches chip 1 at 1 us,
     // queues behind nothing: [1,2]. B done at 1 us, A at 2 us.
     PacketNetwork net(topo, PacketOptions{.packet_bytes = 1000, .switching = PacketSwitching::kStoreAndForward});
-    net.Start(10, 0, 2, Bytes{1000}, Time{0});
-    net.Start(11, 1, 2, Bytes{1000}, Time{0});
+    net.Start(10, 0, 2, Bytes{1000}, Time());
+    net.Start(11, 1, 2, Bytes{1000}, Time());
     const auto done = RunToCompletion(net);
-    CHECK(done.at(10).ps == 2 * kPsPerMicro);
-    CHECK(done.at(11).ps == 1 * kPsPerMicro);
+    CHECK(done.at(10).picos() == 2 * kPsPerMicro);
+    CHECK(done.at(11).picos() == 1 * kPsPerMicro);
   }
   {
     // Two 2-packet transfers 0 -> 1 started together: a source hands over a transfer's next
     // packet when the previous one starts, so the link alternates A0 [0,1], B0 [1,2], A1 [2,3],
     // B1 [3,4]: A done at 3 us, B at 4 us.
     PacketNetwork net(topo, PacketOptions{.packet_bytes = 1000, .switching = PacketSwitching::kStoreAndForward});
-    net.Start(1, 0, 1, Bytes{2000}, Time{0});
-    net.Start(2, 0, 1, Bytes{2000}, Time{0});
+    net.Start(1, 0, 1, Bytes{2000}, Time());
+    net.Start(2, 0, 1, Bytes{2000}, Time());
     const auto done = RunToCompletion(net);
-    CHECK(done.at(1).ps == 3 * kPsPerMicro);
-    CHECK(done.at(2).ps == 4 * kPsPerMicro);
+    CHECK(done.at(1).picos() == 3 * kPsPerMicro);
+    CHECK(done.at(2).picos() == 4 * kPsPerMicro);
   }
 }
 
 TEST_CASE("packet: zero bytes, same core, later start, bad input") {
   const HandTopology topo = Line(kPsPerMicro);
   PacketNetwork net(topo, PacketOptions{.packet_bytes = 1000});
-  net.Start(1, 0, 3, Bytes{0}, Time{0});  // one empty packet: 3 hop latencies
-  net.Start(2, 2, 2, Bytes{100}, Time{0});  // same core: at once
-  CHECK(net.Advance(Time{0}) == std::vector<TransferId>{2});
-  CHECK_THROWS_AS(net.Start(3, 0, 1, Bytes{1}, Time{10 * kPsPerMicro}), Error);  // skips events
+  net.Start(1, 0, 3, Bytes{0}, Time());  // one empty packet: 3 hop latencies
+  net.Start(2, 2, 2, Bytes{100}, Time());  // same core: at once
+  CHECK(net.Advance(Time()) == std::vector<TransferId>{2});
+  CHECK_THROWS_AS(net.Start(3, 0, 1, Bytes{1}, Time::Picos(10 * kPsPerMicro)), Error);  // skips events
   auto done = RunToCompletion(net);
-  CHECK(done.at(1).ps == 3 * kPsPerMicro);
+  CHECK(done.at(1).picos() == 3 * kPsPerMicro);
   // Starting later on an idle network: 1000 B over one hop, 1 us + 1 us after its start.
-  net.Start(4, 1, 2, Bytes{1000}, Time{5 * kPsPerMicro});
+  net.Start(4, 1, 2, Bytes{1000}, Time::Picos(5 * kPsPerMicro));
   done = RunToCompletion(net);
-  CHECK(done.at(4).ps == 7 * kPsPerMicro);
-  CHECK_THROWS_AS(net.Start(5, 0, 1, Bytes{1}, Time{0}), Error);  // before the model time
-  CHECK_THROWS_AS(net.Start(5, 0, 9, Bytes{1}, Time{8 * kPsPerMicro}), Error);  // no core 9
+  CHECK(done.at(4).picos() == 7 * kPsPerMicro);
+  CHECK_THROWS_AS(net.Start(5, 0, 1, Bytes{1}, Time()), Error);  // before the model time
+  CHECK_THROWS_AS(net.Start(5, 0, 9, Bytes{1}, Time::Picos(8 * kPsPerMicro)), Error);  // no core 9
   CHECK_THROWS_AS(PacketNetwork(topo, PacketOptions{.packet_bytes = 0}), Error);
 }
 

@@ -99,7 +99,7 @@ TEST_CASE("functional mode equals the interpreter and the unpartitioned result")
     CHECK(f.outputs[static_cast<size_t>(p)].elements.at(0) == expected);
   }
   // The timing run happened too.
-  CHECK(r.step_time > Time{0});
+  CHECK(r.step_time > Time());
   CHECK(r.collectives.size() == 6);
 }
 
