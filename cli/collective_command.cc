@@ -76,22 +76,14 @@ int CollectiveCommand(const Args& args) {
   experiments::CollectiveRunResult r = experiments::RunCollective(run, &topology);
 
   if (vm.count("json")) {
-    nlohmann::json out = {{"time_us", r.time_us},
-                          {"algorithm", r.algorithm},
-                          {"network", run.network},
-                          {"op", sim::CollectiveKindName(run.kind)},
-                          {"bytes", run.bytes},
-                          {"partitions", r.partitions},
-                          {"topology", r.topology_name},
-                          {"algorithm_bandwidth_Bps", r.algorithm_bandwidth},
-                          {"bus_bandwidth_Bps", r.bus_bandwidth},
-                          {"max_link_utilization", r.timing.max_link_utilization},
-                          {"busiest_link", r.timing.busiest_link},
-                          {"busiest_link_bytes", r.timing.busiest_link_bytes},
-                          {"steps", r.schedule.num_steps},
-                          {"network_transfers", r.timing.network_transfers},
-                          {"scaling_book_us", r.analytic_us},
-                          {"config", run.ToJson()}};
+    nlohmann::json out = r.ToJson();
+    out["network"] = run.network;
+    out["op"] = sim::CollectiveKindName(run.kind);
+    out["bytes"] = run.bytes;
+    out["busiest_link"] = r.timing.busiest_link;
+    out["busiest_link_bytes"] = r.timing.busiest_link_bytes;
+    out["steps"] = r.schedule.num_steps;
+    out["config"] = run.ToJson();
     std::cout << out.dump(2) << "\n";
   } else {
     std::printf("%s of %lld B per partition over %lld partitions of %s\n",

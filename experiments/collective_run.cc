@@ -80,6 +80,18 @@ nlohmann::json CollectiveRunConfig::ToJson() const {
   return j;
 }
 
+nlohmann::json CollectiveRunResult::ToJson() const {
+  return {{"time_us", time_us},
+          {"algorithm", algorithm},
+          {"partitions", partitions},
+          {"topology", topology_name},
+          {"algorithm_bandwidth_Bps", algorithm_bandwidth},
+          {"bus_bandwidth_Bps", bus_bandwidth},
+          {"max_link_utilization", timing.max_link_utilization},
+          {"network_transfers", timing.network_transfers},
+          {"scaling_book_us", analytic_us}};
+}
+
 CollectiveRunResult RunCollective(const CollectiveRunConfig& config,
                                   std::unique_ptr<topo::Topology>* topology_out) {
   std::unique_ptr<topo::Topology> topology = topo::LoadTopology(config.topology, "topology");

@@ -58,6 +58,10 @@ struct CollectiveRunResult {
   double algorithm_bandwidth = 0;  // payload bytes / time, B/s
   double bus_bandwidth = 0;        // algorithm bandwidth x the collective's bus factor
   double analytic_us = 0;          // closed-form scaling-book estimate, for comparison
+
+  // The figures of the run: time_us, algorithm, partitions, topology, algorithm_bandwidth_Bps,
+  // bus_bandwidth_Bps, max_link_utilization, network_transfers, scaling_book_us.
+  nlohmann::json ToJson() const;
 };
 
 // Builds the topology from config.topology and runs. `topology_out`, if given, receives it.

@@ -171,17 +171,9 @@ void RunCollectiveSweep(const ExperimentContext& ctx) {
         series.try_emplace(key, std::vector<std::string>{"partitions", "time_us", "paper_us"});
         series.at(key).AddRow({std::to_string(slice.partitions), CsvNumber(result.time_us),
                                CsvNumber(paper_us)});
-        nlohmann::json p = {{"collective", collective},
-                            {"payload_bytes", bytes},
-                            {"partitions", slice.partitions},
-                            {"topology", result.topology_name},
-                            {"algorithm", result.algorithm},
-                            {"time_us", result.time_us},
-                            {"scaling_book_us", result.analytic_us},
-                            {"algorithm_bandwidth_Bps", result.algorithm_bandwidth},
-                            {"bus_bandwidth_Bps", result.bus_bandwidth},
-                            {"max_link_utilization", result.timing.max_link_utilization},
-                            {"network_transfers", result.timing.network_transfers}};
+        nlohmann::json p = result.ToJson();
+        p["collective"] = collective;
+        p["payload_bytes"] = bytes;
         if (!std::isnan(paper_us)) p["paper_us"] = paper_us;
         points.push_back(p);
         progress.Step(collective + " " + std::to_string(bytes) + " B on " +

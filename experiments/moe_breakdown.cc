@@ -57,39 +57,9 @@ struct ModelOverrides {
   nlohmann::json json = nlohmann::json::object();  // as given
 
   models::MoeLayerConfig Apply(int64_t experts) const {
-    models::MoeLayerConfig m = models::PaperMoeConfig(experts);
-    JsonReader r(json, "model");
-    m.tokens_per_group = r.Int("tokens_per_group", m.tokens_per_group, Limit::AtLeast(1));
-    m.d_model = r.Int("d_model", m.d_model, Limit::AtLeast(1));
-    m.d_ff = r.Int("d_ff", m.d_ff, Limit::AtLeast(1));
-    m.num_heads = r.Int("num_heads", m.num_heads, Limit::AtLeast(1));
-    m.head_dim = r.Int("head_dim", m.head_dim, Limit::AtLeast(1));
-    m.seq_len = r.Int("seq_len", m.seq_len, Limit::AtLeast(1));
-    m.capacity = r.Int("capacity", m.capacity, Limit::NonNegative());
-    m.moe_layer_attention = r.Bool("moe_layer_attention", m.moe_layer_attention);
-    if (r.Has("dtype")) {
-      const std::string d = r.Choice("dtype", {"f32", "bf16"});
-      m.dtype = ir::ParseDType(d);
-    }
-    r.Finish();
-    return m;
+    return models::MoeLayerConfig::FromJson(json, "model", models::PaperMoeConfig(experts));
   }
 };
-
-nlohmann::json ModelToJson(const models::MoeLayerConfig& m) {
-  return {{"num_groups", m.num_groups},
-          {"tokens_per_group", m.tokens_per_group},
-          {"d_model", m.d_model},
-          {"d_ff", m.d_ff},
-          {"num_experts", m.num_experts},
-          {"capacity", models::ExpertCapacity(m)},
-          {"num_heads", m.num_heads},
-          {"head_dim", m.head_dim},
-          {"seq_len", m.seq_len},
-          {"moe_layer_attention", m.moe_layer_attention},
-          {"dtype", std::string(ir::DTypeName(m.dtype))},
-          {"num_devices", m.num_devices}};
-}
 
 struct Reference {
   std::string file;  // relative to the source tree
@@ -367,7 +337,7 @@ void RunMoeLayerBreakdown(const ExperimentContext& ctx) {
     }
     points.push_back({{"experts", pt.experts},
                       {"topology", pt.topology},
-                      {"status", result.status},
+                      {"status", sim::RunStatusName(result.status)},
                       {"step_time_us", result.step_time.micros()},
                       {"roofline_time_us", result.roofline_time.micros()},
                       {"roofline_fraction", result.roofline_fraction},
@@ -376,7 +346,7 @@ void RunMoeLayerBreakdown(const ExperimentContext& ctx) {
                       {"peak_memory_bytes", result.memory.peak_bytes},
                       {"categories", cats},
                       {"collectives", collectives}});
-    resolved_models.push_back(ModelToJson(model));
+    resolved_models.push_back(model.ToJson());
     progress.Step(std::to_string(pt.experts) + "E");
   }
   // Growth and AllToAll share against the baseline size.

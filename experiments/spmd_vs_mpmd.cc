@@ -10,7 +10,7 @@
 //   mpmd_time_budget_seconds    MPMD runs stop at the first D whose programs take longer than
 //                               this (estimated from the previous D, or measured): that D and
 //                               the larger ones are reported as skipped, not as rows
-//   model                       {tokens_per_group, d_model, d_ff, num_heads, head_dim, seq_len}
+//   model                       size overrides (models::MoeLayerConfig::FromJson)
 //                               overrides of models::PaperMoeConfig(D)
 //
 // Outputs: results.csv (mode,partitions,instructions,partition_seconds), results.json (the
@@ -46,12 +46,8 @@ struct SpmdVsMpmdConfig {
   int64_t layer_pairs = 12;
   int64_t repetitions = 3;
   double mpmd_time_budget_seconds = 60;
-  int64_t tokens_per_group = 2048;
-  int64_t d_model = 1024;
-  int64_t d_ff = 8192;
-  int64_t num_heads = 16;
-  int64_t head_dim = 128;
-  int64_t seq_len = 512;
+  // Size overrides of models::PaperMoeConfig (MoeLayerConfig::FromJson).
+  nlohmann::json model = nlohmann::json::object();
 
   static SpmdVsMpmdConfig FromJson(const nlohmann::json& j) {
     SpmdVsMpmdConfig c;
@@ -70,28 +66,15 @@ struct SpmdVsMpmdConfig {
     c.mpmd_time_budget_seconds =
         r.Double("mpmd_time_budget_seconds", c.mpmd_time_budget_seconds, Limit::Positive());
     if (r.Has("model")) {
-      JsonReader m = r.Object("model");
-      c.tokens_per_group = m.Int("tokens_per_group", c.tokens_per_group, Limit::AtLeast(1));
-      c.d_model = m.Int("d_model", c.d_model, Limit::AtLeast(1));
-      c.d_ff = m.Int("d_ff", c.d_ff, Limit::AtLeast(1));
-      c.num_heads = m.Int("num_heads", c.num_heads, Limit::AtLeast(1));
-      c.head_dim = m.Int("head_dim", c.head_dim, Limit::AtLeast(1));
-      c.seq_len = m.Int("seq_len", c.seq_len, Limit::AtLeast(1));
-      m.Finish();
+      c.model = r.Value("model");
+      c.Model(2);  // errors now, not after a run
     }
     r.Finish();
     return c;
   }
 
   models::MoeLayerConfig Model(int64_t d) const {
-    models::MoeLayerConfig m = models::PaperMoeConfig(d);
-    m.tokens_per_group = tokens_per_group;
-    m.d_model = d_model;
-    m.d_ff = d_ff;
-    m.num_heads = num_heads;
-    m.head_dim = head_dim;
-    m.seq_len = seq_len;
-    return m;
+    return models::MoeLayerConfig::FromJson(model, "model", models::PaperMoeConfig(d));
   }
 };
 

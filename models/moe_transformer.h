@@ -78,6 +78,8 @@
 #include <cstdint>
 #include <memory>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "ir/builder.h"
 #include "ir/dtype.h"
 #include "ir/module.h"
@@ -108,6 +110,15 @@ struct MoeLayerConfig {
   bool annotate_experts = true;
   int64_t num_devices = 128;  // D, the partition count the annotations split over
   uint64_t seed = 0;          // seed of the gating's random-uniform op
+
+  // `base` with the sizes an object gives: tokens_per_group, d_model, d_ff, num_heads,
+  // head_dim, seq_len, capacity (0: DefaultCapacity), moe_layer_attention, dtype ("f32",
+  // "bf16"). G, E and D come from where the model runs. Unknown keys and bad values are
+  // ConfigErrors naming `path`.key.
+  static MoeLayerConfig FromJson(const nlohmann::json& json, const std::string& path,
+                                 MoeLayerConfig base);
+  // The resolved sizes (capacity as ExpertCapacity), for results files.
+  nlohmann::json ToJson() const;
 };
 
 // The Figure 8 configuration on `num_devices` cores: G = E = D, everything else the defaults

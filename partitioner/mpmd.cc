@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "ir/builder.h"
 #include "ir/literal.h"
+#include "ir/visitor.h"
 
 namespace podsim::partitioner {
 
@@ -97,66 +98,87 @@ class Specializer {
 
   // Evaluates `i` when all its operands are folded and it is cheap integer-style arithmetic.
   std::optional<Literal> TryFold(const Instruction& i) const {
-    if (i.opcode == Opcode::kPartitionId) {
-      return Literal::Scalar(ir::DType::kS32, static_cast<double>(device_));
+    Folder folder(*this);
+    return ir::Accept<std::optional<Literal>>(i, folder);
+  }
+
+  // The fold of one op (nullopt: not foldable): partition-id and small constants always; the
+  // elementwise arithmetic, convert, reshape, scalar broadcast and 1-D dynamic-slice (a
+  // per-partition table lookup) of folded operands.
+  class Folder : public ir::ConstVisitor<std::optional<Literal>> {
+   public:
+    explicit Folder(const Specializer& s) : s_(s) {}
+
+    std::optional<Literal> DefaultAction(const Instruction&) override { return std::nullopt; }
+    std::optional<Literal> HandlePartitionId(const Instruction&) override {
+      return Literal::Scalar(ir::DType::kS32, static_cast<double>(s_.device_));
     }
-    if (i.opcode == Opcode::kConstant) {
+    std::optional<Literal> HandleConstant(const Instruction& i) override {
       if (i.literal.NumElements() > kMaxFoldedElements || i.shape.is_tuple) return std::nullopt;
       return i.literal;
     }
-    if (i.shape.is_tuple || i.shape.NumElements() > kMaxFoldedElements) return std::nullopt;
-    std::vector<const Literal*> ops;
-    for (const Instruction* o : i.operands) {
-      const Literal* l = Folded(o);
-      if (l == nullptr) return std::nullopt;
-      ops.push_back(l);
-    }
-    const int64_t count = i.shape.NumElements();
-    Literal out(i.shape, std::vector<double>(count, 0));
-    bool ok = true;
-    if (ir::IsElementwiseBinary(i.opcode)) {
-      for (int64_t k = 0; k < count; ++k) {
+    std::optional<Literal> HandleElementwiseBinary(const Instruction& i) override {
+      return Map(i, [&](const Ops& ops, int64_t k, bool* ok) {
         const double a = ops[0]->values[k], b = ops[1]->values[k];
-        out.values[k] = i.opcode == Opcode::kCompare
-                            ? (Compare(i.comparison, a, b) ? 1 : 0)
-                            : FoldBinary(i.opcode, i.shape.dtype, a, b, &ok);
-        out.values[k] = ir::RoundToDType(out.values[k], i.shape.dtype);
-      }
-      return ok ? std::optional<Literal>(out) : std::nullopt;
+        const double v = i.opcode == Opcode::kCompare ? (Compare(i.comparison, a, b) ? 1 : 0)
+                                                      : FoldBinary(i.opcode, i.shape.dtype, a, b, ok);
+        return ir::RoundToDType(v, i.shape.dtype);
+      });
     }
-    switch (i.opcode) {
-      case Opcode::kSelect:
-        for (int64_t k = 0; k < count; ++k) {
-          out.values[k] = ops[0]->values[k] != 0 ? ops[1]->values[k] : ops[2]->values[k];
-        }
-        return out;
-      case Opcode::kConvert:
-        for (int64_t k = 0; k < count; ++k) {
-          out.values[k] = ir::RoundToDType(ops[0]->values[k], i.shape.dtype);
-        }
-        return out;
-      case Opcode::kNegate:
-        for (int64_t k = 0; k < count; ++k) out.values[k] = -ops[0]->values[k];
-        return out;
-      case Opcode::kReshape:
-        out.values = ops[0]->values;
-        return out;
-      case Opcode::kBroadcast:
-        if (ops[0]->NumElements() != 1) return std::nullopt;
-        std::fill(out.values.begin(), out.values.end(), ops[0]->values[0]);
-        return out;
-      case Opcode::kDynamicSlice: {  // a per-partition table lookup: 1-D only
-        if (i.operands[0]->shape.rank() != 1) return std::nullopt;
+    std::optional<Literal> HandleSelect(const Instruction& i) override {
+      return Map(i, [](const Ops& ops, int64_t k, bool*) {
+        return ops[0]->values[k] != 0 ? ops[1]->values[k] : ops[2]->values[k];
+      });
+    }
+    std::optional<Literal> HandleConvert(const Instruction& i) override {
+      return Map(i, [&](const Ops& ops, int64_t k, bool*) {
+        return ir::RoundToDType(ops[0]->values[k], i.shape.dtype);
+      });
+    }
+    std::optional<Literal> HandleNegate(const Instruction& i) override {
+      return Map(i, [](const Ops& ops, int64_t k, bool*) { return -ops[0]->values[k]; });
+    }
+    std::optional<Literal> HandleReshape(const Instruction& i) override {
+      return Map(i, [](const Ops& ops, int64_t k, bool*) { return ops[0]->values[k]; });
+    }
+    std::optional<Literal> HandleBroadcast(const Instruction& i) override {  // of a scalar
+      const Literal* x = s_.Folded(i.operands[0]);
+      if (x != nullptr && x->NumElements() != 1) return std::nullopt;
+      return Map(i, [](const Ops& ops, int64_t, bool*) { return ops[0]->values[0]; });
+    }
+    std::optional<Literal> HandleDynamicSlice(const Instruction& i) override {
+      if (i.operands[0]->shape.rank() != 1) return std::nullopt;
+      return Map(i, [&](const Ops& ops, int64_t k, bool*) {
         const int64_t size = i.slice_sizes[0], extent = ops[0]->NumElements();
         const int64_t start =
             std::clamp<int64_t>(static_cast<int64_t>(ops[1]->values[0]), 0, extent - size);
-        for (int64_t k = 0; k < size; ++k) out.values[k] = ops[0]->values[start + k];
-        return out;
-      }
-      default:
-        return std::nullopt;
+        return ops[0]->values[start + k];
+      });
     }
-  }
+
+   private:
+    using Ops = std::vector<const Literal*>;
+
+    // i's value with element k = fn(operands, k, &ok), when i is a small array whose operands
+    // are all folded and no element cleared ok.
+    template <typename Fn>
+    std::optional<Literal> Map(const Instruction& i, Fn fn) const {
+      if (i.shape.is_tuple || i.shape.NumElements() > kMaxFoldedElements) return std::nullopt;
+      Ops ops;
+      for (const Instruction* o : i.operands) {
+        const Literal* l = s_.Folded(o);
+        if (l == nullptr) return std::nullopt;
+        ops.push_back(l);
+      }
+      const int64_t count = i.shape.NumElements();
+      Literal out(i.shape, std::vector<double>(count, 0));
+      bool ok = true;
+      for (int64_t k = 0; k < count; ++k) out.values[k] = fn(ops, k, &ok);
+      return ok ? std::optional<Literal>(std::move(out)) : std::nullopt;
+    }
+
+    const Specializer& s_;
+  };
 
   // The output instruction for input `i` (emitting a constant for a folded value).
   Instruction* Get(const Instruction* i) {
@@ -279,42 +301,68 @@ class Specializer {
       if (received) return received;
       return b_->BroadcastScalar(b_->ConstantScalar(x->shape.dtype, 0), x->shape.dims);
     }
-    const std::vector<int64_t> members = GroupOf(i);
-    const int64_t k = static_cast<int64_t>(members.size());
-    int64_t self = 0;
-    while (members[self] != device_) ++self;
-    std::vector<Instruction*> values(k);
-    switch (i.opcode) {
-      case Opcode::kAllReduce: {
-        for (int64_t j = 0; j < k; ++j) values[j] = j == self ? x : Exchange(x, members[j]);
-        Instruction* acc = values[0];
-        for (int64_t j = 1; j < k; ++j) acc = Reduce(i.reduce_kind, acc, values[j]);
-        return acc;
-      }
-      case Opcode::kAllGather:
-        for (int64_t j = 0; j < k; ++j) values[j] = j == self ? x : Exchange(x, members[j]);
-        return k == 1 ? x : b_->Concatenate(values, i.dimensions[0]);
-      case Opcode::kReduceScatter: {
-        const int64_t d = i.dimensions[0];
-        for (int64_t j = 0; j < k; ++j) {
-          values[j] = j == self ? Block(x, d, self, k) : Exchange(Block(x, d, j, k), members[j]);
-        }
-        Instruction* acc = values[0];
-        for (int64_t j = 1; j < k; ++j) acc = Reduce(i.reduce_kind, acc, values[j]);
-        return acc;
-      }
-      case Opcode::kAllToAll: {
-        const int64_t s = i.split_dimension;
-        for (int64_t j = 0; j < k; ++j) {
-          Instruction* block = k == 1 ? x : Block(x, s, j, k);
-          values[j] = j == self ? block : Exchange(block, members[j]);
-        }
-        return k == 1 ? values[0] : b_->Concatenate(values, i.concat_dimension);
-      }
-      default:
-        throw Error("internal: mpmd: %" + i.name + " is not a collective");
-    }
+    GroupExpander expand(*this, x);
+    return ir::Accept<Instruction*>(i, expand);
   }
+
+  // A group collective as this device's exchanges with each member of its group: values[j] is
+  // member j's contribution (this device's own for j == self).
+  class GroupExpander : public ir::ConstVisitor<Instruction*> {
+   public:
+    GroupExpander(Specializer& s, Instruction* x) : s_(s), x_(x) {}
+
+    Instruction* DefaultAction(const Instruction& i) override {
+      throw Error("internal: mpmd: %" + i.name + " is not a collective");
+    }
+    Instruction* HandleAllReduce(const Instruction& i) override {
+      Begin(i);
+      for (int64_t j = 0; j < k_; ++j) values_[j] = j == self_ ? x_ : s_.Exchange(x_, members_[j]);
+      return Sum(i);
+    }
+    Instruction* HandleAllGather(const Instruction& i) override {
+      Begin(i);
+      for (int64_t j = 0; j < k_; ++j) values_[j] = j == self_ ? x_ : s_.Exchange(x_, members_[j]);
+      return k_ == 1 ? x_ : s_.b_->Concatenate(values_, i.dimensions[0]);
+    }
+    Instruction* HandleReduceScatter(const Instruction& i) override {
+      Begin(i);
+      const int64_t d = i.dimensions[0];
+      for (int64_t j = 0; j < k_; ++j) {
+        values_[j] = j == self_ ? s_.Block(x_, d, self_, k_)
+                                : s_.Exchange(s_.Block(x_, d, j, k_), members_[j]);
+      }
+      return Sum(i);
+    }
+    Instruction* HandleAllToAll(const Instruction& i) override {
+      Begin(i);
+      const int64_t sd = i.split_dimension;
+      for (int64_t j = 0; j < k_; ++j) {
+        Instruction* block = k_ == 1 ? x_ : s_.Block(x_, sd, j, k_);
+        values_[j] = j == self_ ? block : s_.Exchange(block, members_[j]);
+      }
+      return k_ == 1 ? values_[0] : s_.b_->Concatenate(values_, i.concat_dimension);
+    }
+
+   private:
+    void Begin(const Instruction& i) {
+      members_ = s_.GroupOf(i);
+      k_ = static_cast<int64_t>(members_.size());
+      self_ = 0;
+      while (members_[self_] != s_.device_) ++self_;
+      values_.assign(k_, nullptr);
+    }
+    Instruction* Sum(const Instruction& i) {
+      Instruction* acc = values_[0];
+      for (int64_t j = 1; j < k_; ++j) acc = s_.Reduce(i.reduce_kind, acc, values_[j]);
+      return acc;
+    }
+
+    Specializer& s_;
+    Instruction* x_;
+    std::vector<int64_t> members_;
+    int64_t k_ = 0, self_ = 0;
+    std::vector<Instruction*> values_;
+  };
 
   const ir::Module& spmd_;
   const int64_t device_, n_;

@@ -31,7 +31,7 @@ nlohmann::json LinkJson(const LinkResult& l) {
 
 nlohmann::json ResultsToJson(const RunResult& r) {
   nlohmann::json j;
-  j["status"] = r.status;
+  j["status"] = RunStatusName(r.status);
   j["module"] = r.module;
   j["topology"] = r.topology;
   j["num_partitions"] = r.num_partitions;

@@ -119,8 +119,14 @@ struct FunctionalResult {
   bool ok() const;
 };
 
+// How a run ended: kOk, or kOom when a device's peak memory exceeds its HBM (the run is still
+// simulated in full; memory.message says where).
+enum class RunStatus : uint8_t { kOk, kOom };
+// "ok", "oom": the status as results files write it.
+const char* RunStatusName(RunStatus status);
+
 struct RunResult {
-  std::string status = "ok";  // "ok", or "oom" (memory.message says where)
+  RunStatus status = RunStatus::kOk;
   std::string module;
   std::string topology;
   int64_t num_partitions = 0;

@@ -286,7 +286,7 @@ RunResult Simulate(const ir::Module& module, const topo::Topology& topology,
   r.topology = topology.name();
   r.num_partitions = partitions;
   r.memory = AnalyzeMemory(plan, options.device.hbm_capacity, options.async_collectives);
-  if (r.memory.oom) r.status = "oom";
+  if (r.memory.oom) r.status = RunStatus::kOom;
 
   std::vector<int64_t> traced = options.trace.devices;
   if (traced.empty()) traced = DefaultTraceDevices(partitions, options);

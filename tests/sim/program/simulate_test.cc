@@ -79,7 +79,7 @@ TEST_CASE("compute only: the step is the sum of modelled op times") {
   Builder b(m.AddComputation("main", true));
   BigDot(b, 0);
   const RunResult r = Simulate(m, *Ring4(), HandOptions());
-  CHECK(r.status == "ok");
+  CHECK(r.status == RunStatus::kOk);
   CHECK(r.step_time == Time::FromMicros(kDotUs));
   CHECK(r.compute_time == r.step_time);
   CHECK(r.communication_time == Time());
@@ -295,7 +295,7 @@ TEST_CASE("out of memory is a result, not an error") {
   SimOptions o = HandOptions();
   o.device.hbm_capacity = 1000;
   const RunResult r = Simulate(m, *Ring4(), o);
-  CHECK(r.status == "oom");
+  CHECK(r.status == RunStatus::kOom);
   CHECK(r.memory.oom);
   CHECK(r.memory.message.rfind("OOM at %", 0) == 0);
   CHECK(ResultsToJson(r)["status"] == "oom");
