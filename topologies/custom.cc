@@ -23,14 +23,11 @@ CustomTopology::CustomTopology(TopologyConfig config) : config_(std::move(config
     const double bandwidth = e.link_bandwidth.value_or(config_.link_bandwidth);
     const int64_t latency_ps = MicrosToPs(e.hop_latency_us.value_or(config_.hop_latency_us));
     for (auto [src, dst] : {std::pair{e.a, e.b}, std::pair{e.b, e.a}}) {
-      Link l;
-      l.id = static_cast<int64_t>(links_.size());
-      l.src_chip = src;
-      l.dst_chip = dst;
-      l.kind = LinkKind::kIci;
-      l.bandwidth_bytes_per_s = bandwidth;
-      l.latency_ps = latency_ps;
-      links_.push_back(l);
+      links_.push_back(Link{.id = static_cast<int64_t>(links_.size()),
+                            .src_chip = src,
+                            .dst_chip = dst,
+                            .bandwidth = BytesPerSecond{bandwidth},
+                            .latency = Time::Picos(latency_ps)});
     }
   }
   first_on_chip_link_ = static_cast<int64_t>(links_.size());

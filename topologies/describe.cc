@@ -33,14 +33,14 @@ LinkStats Stats(const Topology& t, LinkKind kind) {
   for (const Link& l : t.links()) {
     if (l.kind != kind) continue;
     if (s.count == 0) {
-      s.min_bw = s.max_bw = l.bandwidth_bytes_per_s;
-      s.min_lat = s.max_lat = l.latency_ps;
+      s.min_bw = s.max_bw = l.bandwidth.value;
+      s.min_lat = s.max_lat = l.latency.picos();
     }
     ++s.count;
-    s.min_bw = std::min(s.min_bw, l.bandwidth_bytes_per_s);
-    s.max_bw = std::max(s.max_bw, l.bandwidth_bytes_per_s);
-    s.min_lat = std::min(s.min_lat, l.latency_ps);
-    s.max_lat = std::max(s.max_lat, l.latency_ps);
+    s.min_bw = std::min(s.min_bw, l.bandwidth.value);
+    s.max_bw = std::max(s.max_bw, l.bandwidth.value);
+    s.min_lat = std::min(s.min_lat, l.latency.picos());
+    s.max_lat = std::max(s.max_lat, l.latency.picos());
   }
   return s;
 }
@@ -54,8 +54,8 @@ nlohmann::json LinkJson(const Topology& t, const Link& l) {
                       {"kind", l.kind == LinkKind::kIci ? "ici" : "on_chip"},
                       {"src_chip", l.src_chip},
                       {"dst_chip", l.dst_chip},
-                      {"bandwidth_bytes_per_s", l.bandwidth_bytes_per_s},
-                      {"latency_us", static_cast<double>(l.latency_ps) / 1e6}};
+                      {"bandwidth_bytes_per_s", l.bandwidth.value},
+                      {"latency_us", static_cast<double>(l.latency.picos()) / 1e6}};
   if (l.kind == LinkKind::kIci && t.grid() != nullptr) {
     j["dim"] = l.dim;
     j["direction"] = l.direction;
@@ -91,7 +91,7 @@ std::string DescribeLink(const Topology& t, const Link& l) {
        << FormatCoords(t, l.dst_chip);
     if (l.dim >= 0) os << ", dim" << l.dim << (l.direction > 0 ? " +" : " -");
   }
-  os << ", " << FormatBandwidth(l.bandwidth_bytes_per_s) << ", " << FormatLatency(l.latency_ps);
+  os << ", " << FormatBandwidth(l.bandwidth.value) << ", " << FormatLatency(l.latency.picos());
   return os.str();
 }
 
@@ -275,9 +275,9 @@ std::string DescribeRoute(const Topology& topology, int64_t src_core, int64_t ds
   double bottleneck = 0;
   for (int64_t id : route) {
     const Link& l = topology.links()[id];
-    latency += l.latency_ps;
+    latency += l.latency.picos();
     bottleneck =
-        bottleneck == 0 ? l.bandwidth_bytes_per_s : std::min(bottleneck, l.bandwidth_bytes_per_s);
+        bottleneck == 0 ? l.bandwidth.value : std::min(bottleneck, l.bandwidth.value);
   }
   os << "route core " << src_core << " (chip " << src_chip << FormatCoords(topology, src_chip)
      << ") -> core " << dst_core << " (chip " << dst_chip << FormatCoords(topology, dst_chip)
@@ -309,7 +309,7 @@ nlohmann::json RouteJson(const Topology& topology, int64_t src_core, int64_t dst
   int64_t latency = 0;
   for (int64_t id : route) {
     links.push_back(LinkJson(topology, topology.links()[id]));
-    latency += topology.links()[id].latency_ps;
+    latency += topology.links()[id].latency.picos();
   }
   j["links"] = std::move(links);
   j["latency_us"] = static_cast<double>(latency) / 1e6;

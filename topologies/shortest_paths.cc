@@ -45,7 +45,7 @@ ShortestPathRouter::ShortestPathRouter(int64_t num_chips, const std::vector<Link
     if (l.kind != LinkKind::kIci) continue;
     ++out_begin_[l.src_chip + 1];
     link_dst_[l.id] = l.dst_chip;
-    link_cost_[l.id] = metric == RouteMetric::kLatency ? l.latency_ps : 1;
+    link_cost_[l.id] = metric == RouteMetric::kLatency ? l.latency.picos() : 1;
     boost::add_edge(l.dst_chip, l.src_chip, link_cost_[l.id], reverse_graph_->g);
   }
   std::partial_sum(out_begin_.begin(), out_begin_.end(), out_begin_.begin());

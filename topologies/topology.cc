@@ -15,16 +15,14 @@ void AppendOnChipLinks(int64_t num_chips, int64_t cores_per_chip, double bandwid
     for (int64_t i = 0; i < cores_per_chip; ++i) {
       for (int64_t j = 0; j < cores_per_chip; ++j) {
         if (i == j) continue;
-        Link l;
-        l.id = static_cast<int64_t>(links.size());
-        l.src_chip = chip;
-        l.dst_chip = chip;
-        l.kind = LinkKind::kOnChip;
-        l.bandwidth_bytes_per_s = bandwidth;
-        l.latency_ps = latency_ps;
-        l.src_core = chip * cores_per_chip + i;
-        l.dst_core = chip * cores_per_chip + j;
-        links.push_back(l);
+        links.push_back(Link{.id = static_cast<int64_t>(links.size()),
+                             .src_chip = chip,
+                             .dst_chip = chip,
+                             .kind = LinkKind::kOnChip,
+                             .bandwidth = BytesPerSecond{bandwidth},
+                             .latency = Time::Picos(latency_ps),
+                             .src_core = chip * cores_per_chip + i,
+                             .dst_core = chip * cores_per_chip + j});
       }
     }
   }

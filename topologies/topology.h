@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "base/units.h"
+
 namespace podsim::topo {
 
 enum class LinkKind : uint8_t { kIci, kOnChip };
@@ -23,8 +25,8 @@ struct Link {
   int64_t src_chip = 0;
   int64_t dst_chip = 0;
   LinkKind kind = LinkKind::kIci;
-  double bandwidth_bytes_per_s = 0;  // per direction, > 0; already multiplied by parallel_links
-  int64_t latency_ps = 0;            // per hop, > 0
+  BytesPerSecond bandwidth;          // per direction, > 0; already multiplied by parallel_links
+  Time latency;                      // per hop, > 0
   int dim = -1;                      // torus dimension it runs along (-1: custom / on-chip)
   int direction = 0;                 // +1 or -1 along dim (0: custom / on-chip)
   int64_t src_core = -1;             // on-chip links: the sending core (-1 for ICI links)

@@ -69,16 +69,14 @@ void TorusTopology::BuildLinks() {
             dst += (shifted - coords[e]) * strides_[e];
           }
         }
-        Link l;
-        l.id = static_cast<int64_t>(links_.size());
-        l.src_chip = chip;
-        l.dst_chip = dst;
-        l.kind = LinkKind::kIci;
-        l.bandwidth_bytes_per_s = bandwidth;
-        l.latency_ps = latency_ps;
-        l.dim = d;
-        l.direction = direction;
-        l.parallel_links = static_cast<int>(config_.links_per_neighbor);
+        const Link l{.id = static_cast<int64_t>(links_.size()),
+                     .src_chip = chip,
+                     .dst_chip = dst,
+                     .bandwidth = BytesPerSecond{bandwidth},
+                     .latency = Time::Picos(latency_ps),
+                     .dim = d,
+                     .direction = direction,
+                     .parallel_links = static_cast<int>(config_.links_per_neighbor)};
         neighbor_link_[(chip * ndims_ + d) * 2 + (direction < 0)] = static_cast<int32_t>(l.id);
         links_.push_back(l);
       }

@@ -288,7 +288,7 @@ AnalyticInput AnalyticInputFor(const CollectiveSpec& spec, const topo::Topology&
                along[static_cast<size_t>(l.dim)] == nullptr) {
       along[static_cast<size_t>(l.dim)] = &l;
     }
-    if (slowest == nullptr || l.bandwidth_bytes_per_s < slowest->bandwidth_bytes_per_s)
+    if (slowest == nullptr || l.bandwidth.value < slowest->bandwidth.value)
       slowest = &l;
   }
   const std::optional<BoxGroup> box = AnalyzeBox(topology, groups.front());
@@ -297,8 +297,8 @@ AnalyticInput AnalyticInputFor(const CollectiveSpec& spec, const topo::Topology&
     axis.size = static_cast<int64_t>(groups.front().size());
     axis.wraparound = ChooseRingOrder(topology, groups.front()).single_hops;
     if (slowest != nullptr) {
-      axis.bandwidth = slowest->bandwidth_bytes_per_s;
-      axis.hop_latency_s = static_cast<double>(slowest->latency_ps) * 1e-12;
+      axis.bandwidth = slowest->bandwidth.value;
+      axis.hop_latency_s = slowest->latency.seconds();
     }
     in.axes.push_back(axis);
     return in;
@@ -311,8 +311,8 @@ AnalyticInput AnalyticInputFor(const CollectiveSpec& spec, const topo::Topology&
         g.dim >= 0 && g.closed && (g.size > 2 || grid->wraparound[static_cast<size_t>(g.dim)]);
     const topo::Link* l = a.core_axis ? on_chip : along[static_cast<size_t>(g.dim)];
     if (l != nullptr) {
-      a.bandwidth = l->bandwidth_bytes_per_s;
-      a.hop_latency_s = static_cast<double>(l->latency_ps) * 1e-12;
+      a.bandwidth = l->bandwidth.value;
+      a.hop_latency_s = l->latency.seconds();
     }
     in.axes.push_back(a);
   }

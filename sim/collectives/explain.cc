@@ -122,7 +122,7 @@ std::string ExplainSchedule(const Schedule& schedule, const topo::Topology& topo
       out += "    " + DescribeLink(topology, l) + ": " +
              FormatFixed(lb[static_cast<size_t>(l)], 0) + " B";
       if (seconds > 0) {
-        const double bw = topology.links()[static_cast<size_t>(l)].bandwidth_bytes_per_s;
+        const double bw = topology.links()[static_cast<size_t>(l)].bandwidth.value;
         out += ", utilisation " +
                FormatFixed(100.0 * lb[static_cast<size_t>(l)] / (bw * seconds), 1) + "%";
       }

@@ -82,13 +82,13 @@ TimingResult RunTiming(const Schedule& schedule, const topo::Topology& topology,
     if (seconds > 0) {
       result.max_link_utilization =
           std::max(result.max_link_utilization,
-                   result.link_bytes[l] / (links[l].bandwidth_bytes_per_s * seconds));
+                   result.link_bytes[l] / (links[l].bandwidth.value * seconds));
     }
   }
   if (result.busiest_link >= 0 && seconds > 0) {
     result.busiest_link_utilization =
         result.busiest_link_bytes /
-        (links[static_cast<size_t>(result.busiest_link)].bandwidth_bytes_per_s * seconds);
+        (links[static_cast<size_t>(result.busiest_link)].bandwidth.value * seconds);
   }
   return result;
 }

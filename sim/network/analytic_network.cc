@@ -32,7 +32,7 @@ Time PathsDuration(const topo::Topology& topology, const std::vector<topo::Topol
   if (!moves) return Time();
   Time data;
   for (const auto& [l, bytes] : load) {
-    data = std::max(data, TransferTime(Bytes{bytes}, BytesPerSecond{links[static_cast<size_t>(l)].bandwidth_bytes_per_s}));
+    data = std::max(data, TransferTime(Bytes{bytes}, BytesPerSecond{links[static_cast<size_t>(l)].bandwidth.value}));
   }
   return Time::Picos(latency) + data;
 }

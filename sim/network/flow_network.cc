@@ -151,12 +151,12 @@ FlowNetwork::Impl::Impl(const topo::Topology& topology, FlowOptions options)
     throw Error("flow network: topology " + topology.name() + " has too many links for int32 ids");
   }
   for (const topo::Link& link : topology.links()) {
-    if (!(link.bandwidth_bytes_per_s > 0)) {
+    if (!(link.bandwidth.value > 0)) {
       throw Error("flow network: link " + std::to_string(link.id) + " of " + topology.name() +
-                  " has bandwidth " + std::to_string(link.bandwidth_bytes_per_s) + " B/s (must be > 0)");
+                  " has bandwidth " + std::to_string(link.bandwidth.value) + " B/s (must be > 0)");
     }
-    capacity_.push_back(link.bandwidth_bytes_per_s);
-    latency_.push_back(link.latency_ps);
+    capacity_.push_back(link.bandwidth.value);
+    latency_.push_back(link.latency.picos());
   }
   if (options_.aggregate) recent_.resize(kRecentClasses);
   last_class_for_dst_.assign(static_cast<size_t>(topology.num_cores()), -1);

@@ -60,7 +60,7 @@ std::vector<double> LinkUtilization(const NetworkModel& model, const topo::Topol
   const auto& links = topology.links();
   std::vector<double> utilization(links.size(), 0.0);
   for (size_t l = 0; l < links.size() && l < bytes.size(); ++l) {
-    utilization[l] = bytes[l] / (links[l].bandwidth_bytes_per_s * elapsed.seconds());
+    utilization[l] = bytes[l] / (links[l].bandwidth.value * elapsed.seconds());
   }
   return utilization;
 }

@@ -64,7 +64,7 @@ void SplitBytesInto(int64_t bytes, const topo::Topology::WeightedPath* paths, si
 int64_t PathLatencyPs(const topo::Topology& topology, const std::vector<int64_t>& links) {
   const auto& all = topology.links();
   int64_t sum = 0;
-  for (int64_t l : links) sum += all[static_cast<size_t>(l)].latency_ps;
+  for (int64_t l : links) sum += all[static_cast<size_t>(l)].latency.picos();
   return sum;
 }
 

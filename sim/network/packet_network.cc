@@ -17,12 +17,12 @@ PacketNetwork::PacketNetwork(const topo::Topology& topology, PacketOptions optio
     throw Error("packet network: packet_bytes must be >= 1, got " + std::to_string(options.packet_bytes));
   }
   for (const topo::Link& link : topology.links()) {
-    if (!(link.bandwidth_bytes_per_s > 0)) {
+    if (!(link.bandwidth.value > 0)) {
       throw Error("packet network: link " + std::to_string(link.id) + " of " + topology.name() +
-                  " has bandwidth " + std::to_string(link.bandwidth_bytes_per_s) + " B/s (must be > 0)");
+                  " has bandwidth " + std::to_string(link.bandwidth.value) + " B/s (must be > 0)");
     }
-    bandwidth_.push_back(link.bandwidth_bytes_per_s);
-    latency_.push_back(link.latency_ps);
+    bandwidth_.push_back(link.bandwidth.value);
+    latency_.push_back(link.latency.picos());
   }
 }
 

@@ -334,7 +334,7 @@ class PlanBuilder {
     }
     double out_bandwidth = 0;
     for (const topo::Link& l : topology_.links()) {
-      if (l.src_chip == 0 && l.kind == topo::LinkKind::kIci) out_bandwidth += l.bandwidth_bytes_per_s;
+      if (l.src_chip == 0 && l.kind == topo::LinkKind::kIci) out_bandwidth += l.bandwidth.value;
     }
     if (out_bandwidth <= 0) return Time();
     return Time::FromSeconds(c.network_bytes * static_cast<double>(topology_.cores_per_chip()) /

@@ -88,7 +88,7 @@ LinkResult MakeLink(const topo::Topology& topology, int64_t l, double bytes, Tim
   r.direction = link.direction;
   r.kind = link.kind == topo::LinkKind::kIci ? "ici" : "on-chip";
   r.bytes = bytes;
-  r.utilization = step.picos() > 0 ? bytes / (link.bandwidth_bytes_per_s * step.seconds()) : 0.0;
+  r.utilization = step.picos() > 0 ? bytes / (link.bandwidth.value * step.seconds()) : 0.0;
   return r;
 }
 
@@ -234,7 +234,7 @@ void Report(const ProgramPlan& plan, const topo::Topology& topology, const SimOp
       } else if (l.dim >= 0) {
         label += " (dim " + std::to_string(l.dim) + (l.direction > 0 ? " +)" : " -)");
       }
-      r.trace.links.push_back(TraceLink{l.link, label, link.bandwidth_bytes_per_s});
+      r.trace.links.push_back(TraceLink{l.link, label, link.bandwidth.value});
     }
     r.trace.link_periods = sim.collectives().LinkPeriods();
   }

@@ -183,7 +183,7 @@ TEST_CASE("LoadTopology: presets, files, preset + overrides") {
       nlohmann::json{{"preset", "tpu-v3-128"}, {"link_bandwidth", 2e11}, {"wraparound", true}},
       "topology");
   CHECK(patched->num_cores() == 128);
-  CHECK(patched->links()[0].bandwidth_bytes_per_s == 2e11);
+  CHECK(patched->links()[0].bandwidth.value == 2e11);
   CHECK(patched->grid()->wraparound == std::vector<bool>{true, true});
   CHECK(ErrorOf([] {
           LoadTopology(nlohmann::json{{"preset", 3}}, "topology");
@@ -219,7 +219,7 @@ TEST_CASE("overrides change a loaded topology") {
   ApplyOverride(root, "topology.tie_break=alternate");
   const std::unique_ptr<Topology> t = LoadTopology(root["topology"], "topology");
   CHECK(t->num_cores() == 64);  // 4x8 chips x 2 cores
-  CHECK(t->links()[0].bandwidth_bytes_per_s == 2e11);
+  CHECK(t->links()[0].bandwidth.value == 2e11);
   CHECK(t->ToJson()["tie_break"] == "alternate");
   // 4x8 torus: 32 chips x 4 = 128 ICI links, then 32 x 2 on-chip links.
   CHECK(t->links().size() == 128 + 64);

@@ -63,7 +63,7 @@ TEST_CASE("every preset loads with its documented size, links and bandwidth") {
     const int64_t ici = std::count_if(t->links().begin(), t->links().end(),
                                       [](const Link& l) { return l.kind == LinkKind::kIci; });
     CHECK(ici == e.ici_links);
-    CHECK(t->links()[0].bandwidth_bytes_per_s == e.link_bandwidth);
+    CHECK(t->links()[0].bandwidth.value == e.link_bandwidth);
     CHECK(t->Describe().find(e.name) != std::string::npos);
     CHECK(LoadTopology(t->ToJson(), "topology")->ToJson() == t->ToJson());
     // Every preset explains itself.

@@ -109,7 +109,7 @@ TEST_CASE("custom routes by hops or by latency (Dijkstra)") {
   j["route_by"] = "latency";
   const CustomTopology by_latency = MakeCustom(j);
   CHECK(by_latency.Route(0, 2) == std::vector<int64_t>{0, 2});  // 2 us instead of 5 us
-  CHECK(by_latency.links()[4].latency_ps == 5'000'000);
+  CHECK(by_latency.links()[4].latency.picos() == 5'000'000);
   CHECK(by_latency.Hops(0, 2) == 2);
 }
 
@@ -119,8 +119,8 @@ TEST_CASE("custom per-edge bandwidth and cores per chip") {
   const CustomTopology t = MakeCustom(j);
   // 2 ICI links, then 2 chips x 2 ordered core pairs = 4 on-chip links (ids 2..5).
   REQUIRE(t.links().size() == 6);
-  CHECK(t.links()[0].bandwidth_bytes_per_s == 3e10);
-  CHECK(t.links()[1].bandwidth_bytes_per_s == 3e10);
+  CHECK(t.links()[0].bandwidth.value == 3e10);
+  CHECK(t.links()[1].bandwidth.value == 3e10);
   // Core 0 -> core 1: the first on-chip link, id 2.
   CHECK(t.Route(0, 1) == std::vector<int64_t>{2});
   CHECK(t.links()[2].kind == LinkKind::kOnChip);

@@ -72,8 +72,8 @@ TEST_CASE("torus 4x4 with wraparound has 16 chips x 4 directions = 64 directed I
   CHECK(l.dim == 0);
   CHECK(l.direction == +1);
   CHECK(l.dst_chip == 9);
-  CHECK(l.bandwidth_bytes_per_s == 1e11);
-  CHECK(l.latency_ps == 1'000'000);  // 1 us
+  CHECK(l.bandwidth.value == 1e11);
+  CHECK(l.latency.picos() == 1'000'000);  // 1 us
 }
 
 TEST_CASE("mesh 4x4 has 2 dims x 4 lines x 3 neighbour pairs x 2 directions = 48 links") {
@@ -301,8 +301,8 @@ TEST_CASE("cores per chip: on-chip links, and cores share their chip's ICI links
   CHECK(l.src_core == 0);
   CHECK(l.dst_core == 1);
   CHECK(l.src_chip == 0);
-  CHECK(l.bandwidth_bytes_per_s == 5e11);
-  CHECK(l.latency_ps == 250'000);
+  CHECK(l.bandwidth.value == 5e11);
+  CHECK(l.latency.picos() == 250'000);
   CHECK(t.links()[t.Route(1, 0)[0]].src_core == 1);
   CHECK(t.links()[t.Route(7, 6)[0]].src_chip == 3);
   // Core 0 -> core 2 (chip 1) and core 1 -> core 3: the same ICI link.
@@ -318,7 +318,7 @@ TEST_CASE("links_per_neighbor: one link of n x the bandwidth") {
   j["link_bandwidth"] = 5e10;
   const TorusTopology t = MakeTorus(j);
   CHECK(CountKind(t, LinkKind::kIci) == 64);
-  CHECK(t.links()[0].bandwidth_bytes_per_s == 1e11);
+  CHECK(t.links()[0].bandwidth.value == 1e11);
   CHECK(t.links()[0].parallel_links == 2);
 }
 

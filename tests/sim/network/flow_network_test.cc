@@ -247,7 +247,7 @@ TEST_CASE("flow: random traffic on a 4x4 torus matches a from-scratch max-min re
   config.hop_latency_us = 0.5;
   const topo::TorusTopology torus(config);
   std::vector<double> capacity;
-  for (const topo::Link& l : torus.links()) capacity.push_back(l.bandwidth_bytes_per_s);
+  for (const topo::Link& l : torus.links()) capacity.push_back(l.bandwidth.value);
 
   for (bool aggregate : {true, false}) {
     std::mt19937_64 rng(42);

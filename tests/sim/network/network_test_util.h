@@ -29,8 +29,8 @@ class HandTopology : public topo::Topology {
     link.id = static_cast<int64_t>(links_.size());
     link.src_chip = src;
     link.dst_chip = dst;
-    link.bandwidth_bytes_per_s = bandwidth;
-    link.latency_ps = latency_ps;
+    link.bandwidth = BytesPerSecond{bandwidth};
+    link.latency = Time::Picos(latency_ps);
     links_.push_back(link);
     return link.id;
   }
@@ -70,8 +70,8 @@ class HandTorus : public topo::Topology {
           link.id = static_cast<int64_t>(links_.size());
           link.src_chip = c;
           link.dst_chip = Step(c, d, dir);
-          link.bandwidth_bytes_per_s = bandwidth;
-          link.latency_ps = latency_ps;
+          link.bandwidth = BytesPerSecond{bandwidth};
+          link.latency = Time::Picos(latency_ps);
           link.dim = d;
           link.direction = dir;
           links_.push_back(link);
