@@ -1,5 +1,5 @@
 #pragma once
-// Distinct unit types: integer picosecond Time, Bytes, BytesPerSecond, Flops, FlopsPerSecond;
+// Distinct unit types: integer picosecond Time, Bytes, BytesPerSecond, FlopsPerSecond;
 // byte counts as text ("8MiB" <-> 8388608).
 
 #include <cmath>
@@ -74,9 +74,9 @@ struct BytesPerSecond {
   constexpr auto operator<=>(const BytesPerSecond&) const = default;
 };
 
-struct Flops {
+struct FlopsPerSecond {
   double value = 0;
-  constexpr auto operator<=>(const Flops&) const = default;
+  constexpr auto operator<=>(const FlopsPerSecond&) const = default;
 };
 
 // Time to move b at rate r, rounded up to whole picoseconds.

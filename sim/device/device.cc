@@ -18,7 +18,7 @@ DeviceSpec DeviceSpec::FromJson(const nlohmann::json& json, const std::string& p
   JsonReader r(json, path);
   DeviceSpec s;
   s.name = r.String("name", s.name);
-  s.matrix_bf16_flops = r.Double("matrix_bf16_flops", s.matrix_bf16_flops, Limit::Positive());
+  s.matrix_bf16.value = r.Double("matrix_bf16_flops", s.matrix_bf16.value, Limit::Positive());
   s.f32_matmul_passes = r.Int("f32_matmul_passes", s.f32_matmul_passes, Limit::Between(1, 16));
   s.matrix_tile = r.Int("matrix_tile", s.matrix_tile, Limit::AtLeast(1));
   s.matrix_sustained_fraction = r.Double("matrix_sustained_fraction", s.matrix_sustained_fraction,
@@ -27,11 +27,11 @@ DeviceSpec DeviceSpec::FromJson(const nlohmann::json& json, const std::string& p
     r.Fail("matrix_sustained_fraction",
            "must be > 0, got " + FormatG(s.matrix_sustained_fraction));
   }
-  s.vector_flops = r.Double("vector_flops", s.vector_flops, Limit::Positive());
+  s.vector.value = r.Double("vector_flops", s.vector.value, Limit::Positive());
   s.transcendental_flops = r.Double("transcendental_flops", s.transcendental_flops,
                                     Limit::AtLeast(1));
-  s.hbm_bandwidth = r.Double("hbm_bandwidth", s.hbm_bandwidth, Limit::Positive());
-  s.hbm_capacity = r.Double("hbm_capacity", s.hbm_capacity, Limit::Positive());
+  s.hbm_bandwidth.value = r.Double("hbm_bandwidth", s.hbm_bandwidth.value, Limit::Positive());
+  s.hbm_capacity.value = r.Int("hbm_capacity", s.hbm_capacity.value, Limit::Positive());
   s.op_overhead_us = r.Double("op_overhead_us", s.op_overhead_us, Limit::NonNegative());
   s.comments = CommentKeys(json);
   r.Finish();
@@ -41,14 +41,14 @@ DeviceSpec DeviceSpec::FromJson(const nlohmann::json& json, const std::string& p
 nlohmann::json DeviceSpec::ToJson() const {
   nlohmann::json j = comments;
   j["name"] = name;
-  j["matrix_bf16_flops"] = matrix_bf16_flops;
+  j["matrix_bf16_flops"] = matrix_bf16.value;
   j["f32_matmul_passes"] = f32_matmul_passes;
   j["matrix_tile"] = matrix_tile;
   j["matrix_sustained_fraction"] = matrix_sustained_fraction;
-  j["vector_flops"] = vector_flops;
+  j["vector_flops"] = vector.value;
   j["transcendental_flops"] = transcendental_flops;
-  j["hbm_bandwidth"] = hbm_bandwidth;
-  j["hbm_capacity"] = hbm_capacity;
+  j["hbm_bandwidth"] = hbm_bandwidth.value;
+  j["hbm_capacity"] = static_cast<double>(hbm_capacity.value);  // as results have always shown it
   j["op_overhead_us"] = op_overhead_us;
   return j;
 }
@@ -59,7 +59,7 @@ void DeviceSpec::Validate(const std::string& path) const {
       FailAt(JoinPath(path, field), limit.Describe() + ", got " + FormatG(v));
     }
   };
-  check("matrix_bf16_flops", matrix_bf16_flops, Limit::Positive());
+  check("matrix_bf16_flops", matrix_bf16.value, Limit::Positive());
   check("f32_matmul_passes", static_cast<double>(f32_matmul_passes), Limit::Between(1, 16));
   check("matrix_tile", static_cast<double>(matrix_tile), Limit::AtLeast(1));
   check("matrix_sustained_fraction", matrix_sustained_fraction, Limit::Between(0, 1));
@@ -67,10 +67,10 @@ void DeviceSpec::Validate(const std::string& path) const {
     FailAt(JoinPath(path, "matrix_sustained_fraction"),
                  "must be > 0, got " + FormatG(matrix_sustained_fraction));
   }
-  check("vector_flops", vector_flops, Limit::Positive());
+  check("vector_flops", vector.value, Limit::Positive());
   check("transcendental_flops", transcendental_flops, Limit::AtLeast(1));
-  check("hbm_bandwidth", hbm_bandwidth, Limit::Positive());
-  check("hbm_capacity", hbm_capacity, Limit::Positive());
+  check("hbm_bandwidth", hbm_bandwidth.value, Limit::Positive());
+  check("hbm_capacity", static_cast<double>(hbm_capacity.value), Limit::Positive());
   check("op_overhead_us", op_overhead_us, Limit::NonNegative());
 }
 
@@ -153,7 +153,7 @@ void AddCompute(const ir::Instruction& instr, const ir::Cost& cost, const Device
   }
   switch (cost.unit) {
     case ir::Unit::kMatrix: {
-      double rate = spec.matrix_bf16_flops;
+      double rate = spec.matrix_bf16.value;
       // An f32 operand makes the matrix unit run f32_matmul_passes bf16 passes.
       bool f32 = false;
       for (const ir::Instruction* o : instr.operands) f32 = f32 || o->shape.dtype == ir::DType::kF32;
@@ -183,8 +183,8 @@ void AddCompute(const ir::Instruction& instr, const ir::Cost& cost, const Device
 OpTime TimeWork(const ComputeWork& work, const DeviceSpec& spec) {
   OpTime t;
   const double vector_s =
-      (work.vector_flops + work.transcendentals * spec.transcendental_flops) / spec.vector_flops;
-  const double memory_s = work.hbm_bytes / spec.hbm_bandwidth;
+      (work.vector_flops + work.transcendentals * spec.transcendental_flops) / spec.vector.value;
+  const double memory_s = work.hbm_bytes / spec.hbm_bandwidth.value;
   const double peak = std::max({work.matrix_peak_s, vector_s, memory_s});
   const double busy = std::max({work.matrix_modelled_s, vector_s, memory_s});
   const double overhead = work.launches ? spec.op_overhead_us * 1e-6 : 0.0;

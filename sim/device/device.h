@@ -5,9 +5,9 @@
 // modelled time.
 //
 // Timing rule for one launched op (a single instruction or a fused group):
-//   matrix_s  = sum over its dots/convolutions of flops / rate(dtype)   (rate: matrix_bf16_flops,
+//   matrix_s  = sum over its dots/convolutions of flops / rate(dtype)   (rate: matrix_bf16,
 //               divided by f32_matmul_passes when an operand is f32)
-//   vector_s  = (vector flops + transcendentals * transcendental_flops) / vector_flops
+//   vector_s  = (vector flops + transcendentals * transcendental_flops) / vector
 //   memory_s  = HBM bytes (after fusion) / hbm_bandwidth
 //   roofline  = max(matrix_s, vector_s, memory_s)
 //   modelled  = max(matrix_s / (tile efficiency * matrix_sustained_fraction), vector_s,
@@ -32,19 +32,19 @@ namespace podsim::sim {
 
 struct DeviceSpec {
   std::string name = "tpu-v3-core";
-  double matrix_bf16_flops = 61.5e12;  // FLOP/s of the matrix units at bf16, per core, > 0
+  FlopsPerSecond matrix_bf16{61.5e12};  // of the matrix units at bf16, per core, > 0
   // Passes the matrix unit makes for an f32 matmul (XLA's default precision: 1 bf16 pass;
-  // HIGHEST: 6). The f32 rate is matrix_bf16_flops / f32_matmul_passes.
+  // HIGHEST: 6). The f32 rate is matrix_bf16 / f32_matmul_passes.
   int64_t f32_matmul_passes = 1;
   int64_t matrix_tile = 128;           // systolic array side: contraction and output dims pad to it
   // Fraction of the matrix-unit peak a large, tile-filling matmul sustains (systolic pipeline
   // fill and drain per tile pass, operand feeding), in (0, 1]. Modelled time only; the roofline
   // is at peak.
   double matrix_sustained_fraction = 1.0;
-  double vector_flops = 3.85e12;       // FLOP/s of the vector unit, per core, > 0
+  FlopsPerSecond vector{3.85e12};       // of the vector unit, per core, > 0
   double transcendental_flops = 16;    // vector-unit FLOPs one exp/log/tanh/rsqrt costs, >= 1
-  double hbm_bandwidth = 450e9;        // B/s per core, > 0
-  double hbm_capacity = 17179869184.0; // bytes per core (16 GiB), > 0
+  BytesPerSecond hbm_bandwidth{450e9};  // per core, > 0
+  Bytes hbm_capacity{17179869184};     // per core (16 GiB), > 0
   double op_overhead_us = 1.0;         // fixed launch cost per (fused) op, >= 0
   nlohmann::json comments = nlohmann::json::object();  // "_notes", "_assumptions" of the preset
 

@@ -14,7 +14,7 @@ DeviceSimulator::DeviceSimulator(const ProgramPlan& plan, const topo::Topology& 
   memo.network = options.network;
   memo.network_options = options.network_options;
   memo.fixed_overhead = Time::FromMicros(options.collective_overhead_us);
-  memo.local_copy_bandwidth = options.device.hbm_bandwidth;
+  memo.local_copy_bandwidth = options.device.hbm_bandwidth.value;
   memo.exact_max_transfers = options.exact_collective_max_transfers;
   collectives_ = std::make_unique<CollectiveExecutor>(
       engine_, plan, topology, memo, options.memoize_collectives,

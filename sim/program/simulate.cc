@@ -285,7 +285,8 @@ RunResult Simulate(const ir::Module& module, const topo::Topology& topology,
   r.module = module.name();
   r.topology = topology.name();
   r.num_partitions = partitions;
-  r.memory = AnalyzeMemory(plan, options.device.hbm_capacity, options.async_collectives);
+  r.memory = AnalyzeMemory(plan, static_cast<double>(options.device.hbm_capacity.value),
+                           options.async_collectives);
   if (r.memory.oom) r.status = RunStatus::kOom;
 
   std::vector<int64_t> traced = options.trace.devices;

@@ -23,11 +23,11 @@ using ir::Shape;
 DeviceSpec HandSpec() {
   DeviceSpec s;
   s.name = "hand";
-  s.matrix_bf16_flops = 1e12;
-  s.vector_flops = 1e12;
+  s.matrix_bf16 = FlopsPerSecond{1e12};
+  s.vector = FlopsPerSecond{1e12};
   s.transcendental_flops = 16;
-  s.hbm_bandwidth = 1e11;
-  s.hbm_capacity = 1e9;
+  s.hbm_bandwidth = BytesPerSecond{1e11};
+  s.hbm_capacity = Bytes{1000000000};
   s.op_overhead_us = 1.0;
   s.matrix_tile = 128;
   s.f32_matmul_passes = 1;
@@ -180,17 +180,17 @@ TEST_CASE("device presets load, round-trip, and can be patched") {
     CHECK(again.ToJson() == s.ToJson());
   }
   const DeviceSpec v3 = LoadDeviceSpec("tpu-v3-core");
-  CHECK(v3.matrix_bf16_flops == 61.5e12);
-  CHECK(v3.hbm_capacity == 17179869184.0);
+  CHECK(v3.matrix_bf16.value == 61.5e12);
+  CHECK(v3.hbm_capacity.value == 17179869184);
   const DeviceSpec patched = DeviceSpecFromConfig(
       nlohmann::json{{"preset", "tpu-v3-core"}, {"hbm_bandwidth", 9e11}}, "device");
-  CHECK(patched.hbm_bandwidth == 9e11);
-  CHECK(patched.matrix_bf16_flops == 61.5e12);
+  CHECK(patched.hbm_bandwidth.value == 9e11);
+  CHECK(patched.matrix_bf16.value == 61.5e12);
 }
 
 TEST_CASE("bad device specs are errors naming the field") {
   DeviceSpec s = HandSpec();
-  s.hbm_bandwidth = 0;
+  s.hbm_bandwidth = BytesPerSecond{0};
   CHECK_THROWS_WITH(s.Validate(), "device.hbm_bandwidth: must be > 0, got 0");
   nlohmann::json j = HandSpec().ToJson();
   j["hbm_bandwidth"] = 0;

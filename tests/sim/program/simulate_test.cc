@@ -46,10 +46,10 @@ std::unique_ptr<topo::Topology> Ring4() {
 SimOptions HandOptions() {
   SimOptions o;
   o.device.name = "hand";
-  o.device.matrix_bf16_flops = 1e12;
-  o.device.vector_flops = 1e12;
-  o.device.hbm_bandwidth = 1e11;
-  o.device.hbm_capacity = 1e9;
+  o.device.matrix_bf16 = FlopsPerSecond{1e12};
+  o.device.vector = FlopsPerSecond{1e12};
+  o.device.hbm_bandwidth = BytesPerSecond{1e11};
+  o.device.hbm_capacity = Bytes{1000000000};
   o.device.op_overhead_us = 1.0;
   return o;
 }
@@ -293,7 +293,7 @@ TEST_CASE("out of memory is a result, not an error") {
   Builder b(m.AddComputation("main", true));
   BigDot(b, 0);
   SimOptions o = HandOptions();
-  o.device.hbm_capacity = 1000;
+  o.device.hbm_capacity = Bytes{1000};
   const RunResult r = Simulate(m, *Ring4(), o);
   CHECK(r.status == RunStatus::kOom);
   CHECK(r.memory.oom);
@@ -309,7 +309,7 @@ TEST_CASE("bad input is a clear error") {
   o.num_partitions = 8;
   CHECK_THROWS_WITH(Simulate(m, *Ring4(), o), doctest::Contains("num_partitions: 8 partitions do not fit"));
   o = HandOptions();
-  o.device.hbm_bandwidth = 0;
+  o.device.hbm_bandwidth = BytesPerSecond{0};
   CHECK_THROWS_WITH(Simulate(m, *Ring4(), o), "sim.device.hbm_bandwidth: must be > 0, got 0");
   ir::Module global("global");
   Builder g(global.AddComputation("main", true));
