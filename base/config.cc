@@ -188,16 +188,6 @@ std::vector<int64_t> JsonReader::IntArray(std::string_view key, Limit limit) {
   return out;
 }
 
-std::vector<double> JsonReader::DoubleArray(std::string_view key, Limit limit) {
-  const std::string path = PathOf(key);
-  const nlohmann::json& array = AsArray(Value(key), path);
-  std::vector<double> out;
-  out.reserve(array.size());
-  for (size_t i = 0; i < array.size(); ++i) {
-    out.push_back(AsDouble(array[i], IndexPath(path, i), limit));
-  }
-  return out;
-}
 
 std::vector<bool> JsonReader::BoolArray(std::string_view key) {
   const std::string path = PathOf(key);

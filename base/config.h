@@ -35,7 +35,6 @@ struct Limit {
   double max = std::numeric_limits<double>::infinity();
   bool min_exclusive = false;  // true: value > min; false: value >= min
 
-  static Limit Any() { return {}; }
   static Limit Positive() { return {0, std::numeric_limits<double>::infinity(), true}; }
   static Limit NonNegative() { return {0, std::numeric_limits<double>::infinity(), false}; }
   static Limit AtLeast(double v) { return {v, std::numeric_limits<double>::infinity(), false}; }
@@ -88,7 +87,6 @@ class JsonReader {
   std::string Choice(std::string_view key, const std::vector<std::string>& choices,
                      const std::string& fallback);
   std::vector<int64_t> IntArray(std::string_view key, Limit limit = {});
-  std::vector<double> DoubleArray(std::string_view key, Limit limit = {});
   std::vector<bool> BoolArray(std::string_view key);
   // A reader of a nested object (required key).
   JsonReader Object(std::string_view key);

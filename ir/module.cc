@@ -38,13 +38,6 @@ std::vector<Instruction*> Computation::parameters() const {
   return params;
 }
 
-void Computation::ReplaceInstructions(std::vector<std::unique_ptr<Instruction>> instrs,
-                                      Instruction* root) {
-  instructions_ = std::move(instrs);
-  for (auto& i : instructions_) i->parent = this;
-  root_ = root;
-}
-
 Computation* Module::AddComputation(const std::string& name, bool is_entry) {
   if (FindComputation(name)) throw Error("duplicate computation name '" + name + "'");
   computations_.push_back(std::make_unique<Computation>(name, this));

@@ -33,8 +33,6 @@ class Computation {
   void set_root(Instruction* root) { root_ = root; }
   // Parameters ordered by parameter_number.
   std::vector<Instruction*> parameters() const;
-  // Replaces the instruction list (used by passes that rebuild a computation).
-  void ReplaceInstructions(std::vector<std::unique_ptr<Instruction>> instrs, Instruction* root);
 
  private:
   std::string name_;

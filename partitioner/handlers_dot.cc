@@ -74,12 +74,6 @@ DotSpace MakeSpace(const Instruction& i) {
   return s;
 }
 
-// A space layout whose dim s takes the tiling of picks[s] = (layout, tensor dim), or none.
-std::optional<TileLayout> BuildSpace(
-    const std::vector<std::pair<const TileLayout*, int64_t>>& picks, int64_t num_devices) {
-  return TileLayout::FromPicks(picks, num_devices);
-}
-
 // Inverse of a space map: space dim -> tensor dim (-1 when the tensor lacks it).
 std::vector<int64_t> TensorDimOf(const std::vector<int64_t>& space_of, int64_t space_rank) {
   std::vector<int64_t> inv(space_rank, -1);
@@ -116,7 +110,7 @@ PartitionedValue SpmdVisitor::HandleDot(const Instruction& i) {
   auto from = [&](auto take) {
     Picks picks(s.rank(), {nullptr, -1});
     for (int64_t sd = 0; sd < s.rank(); ++sd) picks[sd] = take(sd);
-    spaces.push_back(BuildSpace(picks, n));
+    spaces.push_back(TileLayout::FromPicks(picks, n));
   };
   auto out_pick = [&](int64_t sd) -> std::pair<const TileLayout*, int64_t> {
     return sd < c0 ? std::make_pair(&declared, sd) : std::make_pair(nullptr, int64_t{-1});

@@ -34,40 +34,14 @@ Shape ShardShape(const Shape& global, const Sharding& s) {
   return out;
 }
 
-std::vector<int64_t> TileIndexOfDevice(const Sharding& s, int64_t device) {
-  return s.TileIndexOf(device);
-}
-
-int64_t DeviceAtTile(const Sharding& s, const std::vector<int64_t>& index) {
-  return s.DeviceAt(index);
-}
-
-std::vector<int64_t> ShardOffsets(const Shape& global, const Sharding& s, int64_t device) {
-  std::vector<int64_t> offsets(global.rank(), 0);
-  if (s.kind != Sharding::Kind::kTiled) return offsets;
-  std::vector<int64_t> index = TileIndexOfDevice(s, device);
-  if (index.empty()) return offsets;
-  Shape shard = ShardShape(global, s);
-  for (int64_t d = 0; d < global.rank(); ++d) offsets[d] = index[d] * shard.dims[d];
-  return offsets;
-}
-
-bool IsEvenlySharded(const Shape& global, const Sharding& s) {
-  std::vector<int64_t> tiles = TensorTileDims(s, global.rank());
-  for (int64_t d = 0; d < global.rank(); ++d) {
-    if (global.dims[d] % tiles[d] != 0) return false;
-  }
-  return true;
-}
-
 std::vector<int64_t> ReplicaGroupOf(const Sharding& s, int64_t device) {
   if (s.kind != Sharding::Kind::kTiled || !s.last_tile_dim_replicate) return {device};
-  std::vector<int64_t> index = TileIndexOfDevice(s, device);
+  std::vector<int64_t> index = s.TileIndexOf(device);
   if (index.empty()) return {device};
   std::vector<int64_t> group;
   for (int64_t r = 0; r < s.tile_dims.back(); ++r) {
     index.back() = r;
-    group.push_back(DeviceAtTile(s, index));
+    group.push_back(s.DeviceAt(index));
   }
   return group;
 }

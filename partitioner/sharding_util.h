@@ -23,15 +23,6 @@ std::vector<int64_t> TensorTileDims(const Sharding& s, int64_t rank);
 int64_t ReplicationFactor(const Sharding& s);
 // Per-partition shape: ceil(dim / tiles) per dim.
 Shape ShardShape(const Shape& global, const Sharding& s);
-// Tile coordinates (one per tile-assignment dim, including the replicated one) of `device`;
-// empty if the device is not in the assignment. Not tiled: all zeros of size rank.
-std::vector<int64_t> TileIndexOfDevice(const Sharding& s, int64_t device);
-// Device at tile coordinates `index` (row-major over tile_dims).
-int64_t DeviceAtTile(const Sharding& s, const std::vector<int64_t>& index);
-// Start of `device`'s shard in each tensor dim (tile index * shard extent).
-std::vector<int64_t> ShardOffsets(const Shape& global, const Sharding& s, int64_t device);
-// True when the tensor dims split evenly.
-bool IsEvenlySharded(const Shape& global, const Sharding& s);
 // Devices holding the same tile as `device` (replica group within a partially replicated
 // sharding); {device} when not replicated.
 std::vector<int64_t> ReplicaGroupOf(const Sharding& s, int64_t device);

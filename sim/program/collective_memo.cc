@@ -28,18 +28,8 @@ std::vector<int64_t> ParticipantsOf(const CollectiveSpec& spec) {
   return out;
 }
 
-}  // namespace
-
-std::shared_ptr<const ScheduleData> MakeScheduleData(const CollectiveSpec& spec,
-                                                     const topo::Topology& topology,
-                                                     const AlgorithmOptions& algorithm) {
-  auto data = std::make_shared<ScheduleData>();
-  data->schedule = BuildSchedule(spec, topology, algorithm);
-  data->index = IndexSchedule(data->schedule);
-  data->participants = ParticipantsOf(spec);
-  return data;
-}
-
+// Network transfers the plan's schedule would have, without building it when the algorithm is
+// "direct" (every ordered pair of a group; all-reduce: two rounds); -1 when unknown.
 int64_t EstimateTransfers(const CollectivePlan& plan) {
   if (plan.algorithm.algorithm != "direct") return -1;
   if (plan.spec.kind == CollectiveKind::kCollectivePermute) {
@@ -53,6 +43,7 @@ int64_t EstimateTransfers(const CollectivePlan& plan) {
   return plan.spec.kind == CollectiveKind::kAllReduce ? 2 * total : total;
 }
 
+// Bytes per directed link of a "direct" collective (one message per ordered pair of a group).
 std::vector<double> DirectLinkBytes(const CollectiveSpec& spec, const topo::Topology& topology) {
   const int64_t cores = topology.num_cores();
   const int64_t chips = topology.num_chips();
@@ -108,6 +99,20 @@ std::vector<double> DirectLinkBytes(const CollectiveSpec& spec, const topo::Topo
   for (const auto& [pair, bytes] : on_chip) add_route(pair.first, pair.second, bytes);
   return link_bytes;
 }
+
+}  // namespace
+
+std::shared_ptr<const ScheduleData> MakeScheduleData(const CollectiveSpec& spec,
+                                                     const topo::Topology& topology,
+                                                     const AlgorithmOptions& algorithm) {
+  auto data = std::make_shared<ScheduleData>();
+  data->schedule = BuildSchedule(spec, topology, algorithm);
+  data->index = IndexSchedule(data->schedule);
+  data->participants = ParticipantsOf(spec);
+  return data;
+}
+
+
 
 CollectiveMemo ComputeMemo(const CollectivePlan& plan, const topo::Topology& topology,
                            const MemoOptions& options) {

@@ -53,16 +53,9 @@ struct CollectiveMemo {
   int64_t network_transfers = 0;       // of the schedule (estimated for the closed form)
 };
 
-// Network transfers the plan's schedule would have, without building it when the algorithm is
-// "direct" (every ordered pair of a group; all-reduce: two rounds); -1 when unknown.
-int64_t EstimateTransfers(const CollectivePlan& plan);
-
 // The memo of `plan`'s collective (all its groups starting together on an idle network).
 CollectiveMemo ComputeMemo(const CollectivePlan& plan, const topo::Topology& topology,
                            const MemoOptions& options);
-
-// Bytes per directed link of a "direct" collective (one message per ordered pair of a group).
-std::vector<double> DirectLinkBytes(const CollectiveSpec& spec, const topo::Topology& topology);
 
 // A key equal for collectives whose memo is the same (kind, sizes, groups, pairs, algorithm).
 std::string MemoSignature(const CollectivePlan& plan);
