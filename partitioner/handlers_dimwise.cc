@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "ir/visitor.h"
 #include "partitioner/spmd_visitor.h"
 
 namespace podsim::partitioner {
@@ -25,58 +26,86 @@ using ir::Shape;
 namespace {
 
 // For each operand, the output dim each of its dims passes through to (-1: worked on).
-std::vector<std::vector<int64_t>> PassThrough(const Instruction& i) {
-  std::vector<std::vector<int64_t>> pass;
-  for (const Instruction* o : i.operands) pass.emplace_back(o->shape.rank(), -1);
-  const Shape& x = i.operands[0]->shape;
-  const int64_t r = x.rank();
-  auto identity_except = [&](int64_t k, auto worked) {
-    for (int64_t d = 0; d < i.operands[k]->shape.rank(); ++d) pass[k][d] = worked(d) ? -1 : d;
-  };
-  switch (i.opcode) {
-    case Opcode::kConcatenate:
-      for (size_t k = 0; k < i.operands.size(); ++k) {
-        identity_except(k, [&](int64_t d) { return d == i.dimensions[0]; });
-      }
-      break;
-    case Opcode::kReverse:
-      identity_except(0, [&](int64_t d) {
-        return std::find(i.dimensions.begin(), i.dimensions.end(), d) != i.dimensions.end();
-      });
-      break;
-    case Opcode::kDynamicSlice:
-      identity_except(0, [&](int64_t d) { return i.slice_sizes[d] != x.dims[d]; });
-      break;
-    case Opcode::kDynamicUpdateSlice: {
-      const Shape& u = i.operands[1]->shape;
-      auto worked = [&](int64_t d) { return u.dims[d] != x.dims[d]; };
-      identity_except(0, worked);
-      identity_except(1, worked);
-      break;
-    }
-    case Opcode::kGather: {
-      const int64_t axis = i.dimensions[0];
-      const int64_t ir = i.operands[1]->shape.rank();
-      for (int64_t d = 0; d < r; ++d) pass[0][d] = d < axis ? d : d > axis ? d - 1 + ir : -1;
-      for (int64_t m = 0; m < ir; ++m) pass[1][m] = axis + m;
-      break;
-    }
-    case Opcode::kCumsum:
-    case Opcode::kSort:
-      identity_except(0, [&](int64_t d) { return d == i.dimensions[0]; });
-      break;
-    case Opcode::kArgmax: {
-      const int64_t a = i.dimensions[0];
-      for (int64_t d = 0; d < r; ++d) pass[0][d] = d < a ? d : d > a ? d - 1 : -1;
-      break;
-    }
-    case Opcode::kTopK:
-      identity_except(0, [&](int64_t d) { return d == r - 1; });
-      break;
-    default:
-      throw Error("internal: %" + i.name + " is not a dim-wise op");
+using Pass = std::vector<std::vector<int64_t>>;
+
+// One handler per dim-wise op (ir::ConstVisitor).
+class PassThroughOf : public ir::ConstVisitor<Pass> {
+ public:
+  Pass DefaultAction(const Instruction& i) override {
+    throw Error("internal: %" + i.name + " is not a dim-wise op");
   }
-  return pass;
+  Pass HandleConcatenate(const Instruction& i) override {
+    Pass pass = Start(i);
+    for (size_t k = 0; k < i.operands.size(); ++k) {
+      IdentityExcept(i, k, pass, [&](int64_t d) { return d == i.dimensions[0]; });
+    }
+    return pass;
+  }
+  Pass HandleReverse(const Instruction& i) override {
+    Pass pass = Start(i);
+    IdentityExcept(i, 0, pass, [&](int64_t d) {
+      return std::find(i.dimensions.begin(), i.dimensions.end(), d) != i.dimensions.end();
+    });
+    return pass;
+  }
+  Pass HandleDynamicSlice(const Instruction& i) override {
+    Pass pass = Start(i);
+    const Shape& x = i.operands[0]->shape;
+    IdentityExcept(i, 0, pass, [&](int64_t d) { return i.slice_sizes[d] != x.dims[d]; });
+    return pass;
+  }
+  Pass HandleDynamicUpdateSlice(const Instruction& i) override {
+    Pass pass = Start(i);
+    const Shape& x = i.operands[0]->shape;
+    const Shape& u = i.operands[1]->shape;
+    auto worked = [&](int64_t d) { return u.dims[d] != x.dims[d]; };
+    IdentityExcept(i, 0, pass, worked);
+    IdentityExcept(i, 1, pass, worked);
+    return pass;
+  }
+  Pass HandleGather(const Instruction& i) override {
+    Pass pass = Start(i);
+    const int64_t r = i.operands[0]->shape.rank();
+    const int64_t axis = i.dimensions[0];
+    const int64_t ir = i.operands[1]->shape.rank();
+    for (int64_t d = 0; d < r; ++d) pass[0][d] = d < axis ? d : d > axis ? d - 1 + ir : -1;
+    for (int64_t m = 0; m < ir; ++m) pass[1][m] = axis + m;
+    return pass;
+  }
+  Pass HandleCumsum(const Instruction& i) override { return AlongDim(i, i.dimensions[0]); }
+  Pass HandleSort(const Instruction& i) override { return AlongDim(i, i.dimensions[0]); }
+  Pass HandleArgmax(const Instruction& i) override {
+    Pass pass = Start(i);
+    const int64_t r = i.operands[0]->shape.rank();
+    const int64_t a = i.dimensions[0];
+    for (int64_t d = 0; d < r; ++d) pass[0][d] = d < a ? d : d > a ? d - 1 : -1;
+    return pass;
+  }
+  Pass HandleTopK(const Instruction& i) override {
+    return AlongDim(i, i.operands[0]->shape.rank() - 1);
+  }
+
+ private:
+  static Pass Start(const Instruction& i) {
+    Pass pass;
+    for (const Instruction* o : i.operands) pass.emplace_back(o->shape.rank(), -1);
+    return pass;
+  }
+  template <typename Worked>
+  static void IdentityExcept(const Instruction& i, size_t k, Pass& pass, Worked worked) {
+    for (int64_t d = 0; d < i.operands[k]->shape.rank(); ++d) pass[k][d] = worked(d) ? -1 : d;
+  }
+  // Operand 0 works along dim `along` and passes every other dim through.
+  static Pass AlongDim(const Instruction& i, int64_t along) {
+    Pass pass = Start(i);
+    IdentityExcept(i, 0, pass, [&](int64_t d) { return d == along; });
+    return pass;
+  }
+};
+
+Pass PassThrough(const Instruction& i) {
+  PassThroughOf pass_through;
+  return ir::Accept<Pass>(i, pass_through);
 }
 
 }  // namespace

@@ -13,12 +13,14 @@
 // features, grouped output features) are made whole.
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 
 #include "base/error.h"
+#include "ir/visitor.h"
 #include "partitioner/halo.h"
 #include "partitioner/spmd_visitor.h"
 
@@ -36,58 +38,106 @@ struct WindowedDim {
   ir::WindowDim window;
 };
 
-// How a windowed op maps its operands' dims to its result's.
+// What the value outside the operand is, for the halo exchange's padding.
+enum class Fill : uint8_t {
+  kNone,            // slice: no valid output reads outside the operand
+  kZero,            // convolution
+  kReduceIdentity,  // reduce-window: the identity of its reduction
+  kPadValue,        // pad: its padding value (operand 1)
+};
+
+// How a windowed op maps its operands' dims to its result's, and how its local copy takes the
+// window narrowed to the tile.
 struct WindowOp {
   // Per operand: operand dim -> result dim it passes or slides into, -1 when it must be whole.
   std::vector<std::vector<int64_t>> pass;
   std::vector<WindowedDim> windowed;  // dims of operand 0 that slide a window
+  Fill fill = Fill::kNone;
+  // Writes windowed dim k's local window (after a halo exchange when `exchanged`) into the
+  // local instruction; `extent` is the local operand's extent along it.
+  std::function<void(Instruction& local, size_t k, const WindowedDim& w,
+                     const ir::WindowDim& window, bool exchanged, int64_t extent)>
+      narrow;
 };
 
 bool Trivial(const ir::WindowDim& w) { return w == ir::WindowDim{}; }
 
-WindowOp Describe(const Instruction& i) {
-  WindowOp op;
-  for (const Instruction* o : i.operands) op.pass.emplace_back(o->shape.rank(), -1);
-  const Shape& x = i.operands[0]->shape;
-  switch (i.opcode) {
-    case Opcode::kConvolution: {
-      const ir::ConvDims& c = i.conv;
-      op.pass[0][c.input_batch] = c.output_batch;
-      if (i.feature_group_count == 1) op.pass[1][c.kernel_output_feature] = c.output_feature;
-      for (size_t s = 0; s < c.input_spatial.size(); ++s) {
-        op.pass[0][c.input_spatial[s]] = c.output_spatial[s];
-        op.windowed.push_back({c.input_spatial[s], c.output_spatial[s], i.window[s]});
-      }
-      break;
-    }
-    case Opcode::kReduceWindow:
-      for (int64_t d = 0; d < x.rank(); ++d) {
-        op.pass[0][d] = d;
-        if (!Trivial(i.window[d])) op.windowed.push_back({d, d, i.window[d]});
-      }
-      break;
-    case Opcode::kPad:
-      for (int64_t d = 0; d < x.rank(); ++d) {
-        op.pass[0][d] = d;
-        const ir::PadDim& p = i.padding[d];
-        if (p == ir::PadDim{}) continue;
-        op.windowed.push_back({d, d, ir::WindowDim{1, 1, p.low, p.high, p.interior + 1, 1}});
-      }
-      break;
-    case Opcode::kSlice:
-      for (int64_t d = 0; d < x.rank(); ++d) {
-        op.pass[0][d] = d;
-        if (i.slice_starts[d] == 0 && i.slice_limits[d] == x.dims[d] && i.slice_strides[d] == 1) {
-          continue;
-        }
-        op.windowed.push_back(
-            {d, d, ir::WindowDim{1, i.slice_strides[d], -i.slice_starts[d], 0, 1, 1}});
-      }
-      break;
-    default:
-      throw Error("internal: %" + i.name + " is not a windowed op");
+// One handler per windowed op (ir::ConstVisitor).
+class DescribeWindowOp : public ir::ConstVisitor<WindowOp> {
+ public:
+  WindowOp DefaultAction(const Instruction& i) override {
+    throw Error("internal: %" + i.name + " is not a windowed op");
   }
-  return op;
+  WindowOp HandleConvolution(const Instruction& i) override {
+    WindowOp op = Start(i, Fill::kZero);
+    const ir::ConvDims& c = i.conv;
+    op.pass[0][c.input_batch] = c.output_batch;
+    if (i.feature_group_count == 1) op.pass[1][c.kernel_output_feature] = c.output_feature;
+    for (size_t s = 0; s < c.input_spatial.size(); ++s) {
+      op.pass[0][c.input_spatial[s]] = c.output_spatial[s];
+      op.windowed.push_back({c.input_spatial[s], c.output_spatial[s], i.window[s]});
+    }
+    op.narrow = [](Instruction& local, size_t k, const WindowedDim&, const ir::WindowDim& window,
+                   bool, int64_t) { local.window[k] = window; };
+    return op;
+  }
+  WindowOp HandleReduceWindow(const Instruction& i) override {
+    WindowOp op = Start(i, Fill::kReduceIdentity);
+    for (int64_t d = 0; d < i.operands[0]->shape.rank(); ++d) {
+      op.pass[0][d] = d;
+      if (!Trivial(i.window[d])) op.windowed.push_back({d, d, i.window[d]});
+    }
+    op.narrow = [](Instruction& local, size_t, const WindowedDim& w, const ir::WindowDim& window,
+                   bool, int64_t) { local.window[w.in_dim] = window; };
+    return op;
+  }
+  WindowOp HandlePad(const Instruction& i) override {
+    WindowOp op = Start(i, Fill::kPadValue);
+    for (int64_t d = 0; d < i.operands[0]->shape.rank(); ++d) {
+      op.pass[0][d] = d;
+      const ir::PadDim& p = i.padding[d];
+      if (p == ir::PadDim{}) continue;
+      op.windowed.push_back({d, d, ir::WindowDim{1, 1, p.low, p.high, p.interior + 1, 1}});
+    }
+    op.narrow = [](Instruction& local, size_t, const WindowedDim& w, const ir::WindowDim& window,
+                   bool, int64_t) {
+      local.padding[w.in_dim] =
+          ir::PadDim{window.pad_low, window.pad_high, window.base_dilation - 1};
+    };
+    return op;
+  }
+  WindowOp HandleSlice(const Instruction& i) override {
+    WindowOp op = Start(i, Fill::kNone);
+    const Shape& x = i.operands[0]->shape;
+    for (int64_t d = 0; d < x.rank(); ++d) {
+      op.pass[0][d] = d;
+      if (i.slice_starts[d] == 0 && i.slice_limits[d] == x.dims[d] && i.slice_strides[d] == 1) {
+        continue;
+      }
+      op.windowed.push_back(
+          {d, d, ir::WindowDim{1, i.slice_strides[d], -i.slice_starts[d], 0, 1, 1}});
+    }
+    op.narrow = [](Instruction& local, size_t, const WindowedDim& w, const ir::WindowDim& window,
+                   bool exchanged, int64_t extent) {
+      if (!exchanged) return;
+      local.slice_starts[w.in_dim] = window.pad_low;
+      local.slice_limits[w.in_dim] = extent;
+    };
+    return op;
+  }
+
+ private:
+  static WindowOp Start(const Instruction& i, Fill fill) {
+    WindowOp op;
+    for (const Instruction* o : i.operands) op.pass.emplace_back(o->shape.rank(), -1);
+    op.fill = fill;
+    return op;
+  }
+};
+
+WindowOp Describe(const Instruction& i) {
+  DescribeWindowOp describe;
+  return ir::Accept<WindowOp>(i, describe);
 }
 
 // A compute layout for the result with a halo plan per windowed dim (nullopt: not split).
@@ -191,18 +241,11 @@ ShardedValue SpmdVisitor::HandleWindowed(const Instruction& i) {
   // The fill read where a window leaves the operand (and by every masked position).
   const ir::DType dtype = i.operands[0]->shape.dtype;
   Instruction* fill = nullptr;
-  switch (i.opcode) {
-    case Opcode::kConvolution:
-      fill = sb().Scalar(dtype, 0);
-      break;
-    case Opcode::kReduceWindow:
-      fill = sb().Scalar(dtype, ir::ReduceIdentity(i.reduce_kind));
-      break;
-    case Opcode::kPad:
-      fill = locals[1];
-      break;
-    default:  // slice: no valid output reads outside the operand
-      break;
+  switch (op.fill) {
+    case Fill::kZero: fill = sb().Scalar(dtype, 0); break;
+    case Fill::kReduceIdentity: fill = sb().Scalar(dtype, ir::ReduceIdentity(i.reduce_kind)); break;
+    case Fill::kPadValue: fill = locals[1]; break;
+    case Fill::kNone: break;
   }
 
   // Halo exchange per split windowed dim, then the op with its window narrowed to the tile.
@@ -218,25 +261,7 @@ ShardedValue SpmdVisitor::HandleWindowed(const Instruction& i) {
                                *best.plans[k], fill, {i.name, "operand 0", ""});
       local = best.plans[k]->local;
     }
-    switch (i.opcode) {
-      case Opcode::kConvolution:
-        li->window[k] = local;
-        break;
-      case Opcode::kReduceWindow:
-        li->window[w.in_dim] = local;
-        break;
-      case Opcode::kPad:
-        li->padding[w.in_dim] = ir::PadDim{local.pad_low, local.pad_high, local.base_dilation - 1};
-        break;
-      case Opcode::kSlice:
-        if (best.plans[k]) {
-          li->slice_starts[w.in_dim] = local.pad_low;
-          li->slice_limits[w.in_dim] = locals[0]->shape.dims[w.in_dim];
-        }
-        break;
-      default:
-        break;
-    }
+    op.narrow(*li, k, w, local, best.plans[k].has_value(), locals[0]->shape.dims[w.in_dim]);
   }
   if (i.opcode == Opcode::kSlice) {
     // Untouched dims: the whole local tile.
