@@ -15,7 +15,13 @@
 
 namespace podsim::report {
 
-using namespace sim;  // the result types this file writes
+using sim::CategoryResult;
+using sim::CollectiveCheck;
+using sim::CollectiveResult;
+using sim::DeviceResult;
+using sim::LinkResult;
+using sim::OpResult;
+using sim::RunStatusName;
 
 namespace {
 
