@@ -1,0 +1,97 @@
+// The podsim sub-commands themselves (cli/commands.h, the podsim_cli library), called with
+// argument lists as main() passes them, their standard output captured.
+
+#include <doctest/doctest.h>
+
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "base/error.h"
+#include "cli/commands.h"
+
+namespace podsim::cli {
+namespace {
+
+// Runs `command` on `args`; returns its exit code, its standard output in `out`.
+template <typename Command>
+int Run(Command command, const Args& args, std::string* out) {
+  std::ostringstream captured;
+  std::streambuf* saved = std::cout.rdbuf(captured.rdbuf());
+  int rc = 0;
+  try {
+    rc = command(args);
+  } catch (...) {
+    std::cout.rdbuf(saved);
+    throw;
+  }
+  std::cout.rdbuf(saved);
+  *out = captured.str();
+  return rc;
+}
+
+const std::string kMoeLayer = std::string(PODSIM_SOURCE_DIR) + "/experiments/moe_layer.hlo";
+
+TEST_CASE("simulate --check: the partitioned run equals the unpartitioned module") {
+  std::string out;
+  CHECK(Run(SimulateCommand, {kMoeLayer, "--topology", "tpu-v3-8", "--mesh", "4", "--check"},
+            &out) == 0);
+  CHECK(out.find("check: outputs vs reference interpreter (InterpretSpmd): max error 0 ok") !=
+        std::string::npos);
+  CHECK(out.find("check: outputs vs the unpartitioned module") != std::string::npos);
+  CHECK(out.find("MISMATCH") == std::string::npos);
+}
+
+TEST_CASE("simulate --json: results.json on standard output") {
+  std::string out;
+  REQUIRE(Run(SimulateCommand, {kMoeLayer, "--topology", "tpu-v3-8", "--mesh", "4", "--json"},
+              &out) == 0);
+  const nlohmann::json j = nlohmann::json::parse(out);
+  CHECK(j["status"] == "ok");
+  CHECK(j["num_partitions"] == 4);
+  CHECK(j["topology"] == "tpu-v3-8");
+  // The step is at least its compute and its exposed communication on the critical device.
+  CHECK(j["step_time_us"].get<double>() >=
+        j["compute_time_us"].get<double>() - 1e-9);
+}
+
+TEST_CASE("collective --json: bus bandwidth is the algorithm bandwidth times 2(n-1)/n") {
+  std::string out;
+  REQUIRE(Run(CollectiveCommand,
+              {"--op", "all-reduce", "--bytes", "64KiB", "--topology", "torus-4x4", "--json"},
+              &out) == 0);
+  const nlohmann::json j = nlohmann::json::parse(out);
+  CHECK(j["op"] == "all-reduce");
+  CHECK(j["partitions"] == 16);
+  CHECK(j["bytes"] == 65536);
+  // algorithm bandwidth = bytes / time (B/s, time in us); all-reduce bus factor 2 * 15 / 16.
+  const double algbw = 65536.0 / (j["time_us"].get<double>() * 1e-6);
+  CHECK(j["algorithm_bandwidth_Bps"].get<double>() == doctest::Approx(algbw));
+  CHECK(j["bus_bandwidth_Bps"].get<double>() == doctest::Approx(algbw * 30.0 / 16.0));
+}
+
+TEST_CASE("topology --list names the shipped presets, found through the data directory") {
+  std::string out;
+  CHECK(Run(TopologyCommand, {"--list"}, &out) == 0);
+  CHECK(out.find("tpu-v3-8\n") != std::string::npos);
+  CHECK(out.find("tpu-v4-256-twisted\n") != std::string::npos);
+}
+
+TEST_CASE("bad input is an error naming what is wrong") {
+  std::string out;
+  CHECK_THROWS_WITH_AS(
+      Run(SimulateCommand, {kMoeLayer, "--topology", "tpu-v9-8", "--mesh", "4"}, &out),
+      doctest::Contains("topology: unknown topology \"tpu-v9-8\": not a preset and not a file"),
+      ConfigError);
+  CHECK_THROWS_WITH_AS(
+      Run(SimulateCommand,
+          {kMoeLayer, "--topology", "tpu-v3-8", "--set", "device.hbm_capacity=1.5"}, &out),
+      "device.hbm_capacity: must be an integer, got 1.5", ConfigError);
+  CHECK_THROWS_WITH_AS(
+      Run(SimulateCommand, {kMoeLayer, "--topology", "tpu-v3-8", "--mesh", "16"}, &out),
+      doctest::Contains("16 partitions do not fit topology 'tpu-v3-8'"), ConfigError);
+}
+
+}  // namespace
+}  // namespace podsim::cli
