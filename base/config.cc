@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "base/format.h"
+#include "base/io.h"
 
 namespace podsim {
 namespace {
@@ -224,22 +225,40 @@ nlohmann::json CommentKeys(const nlohmann::json& object) {
   return out;
 }
 
-nlohmann::json ReadJsonFile(const std::string& file) {
-  std::ifstream in(file);
-  if (!in) throw ConfigError(file + ": cannot open file");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
+nlohmann::json ParseJson(const std::string& text, const std::string& what) {
+  // The parser itself keeps an explicit stack, but printing and copying a value recurse: a
+  // config nested past kMaxJsonDepth levels is refused while it is read.
+  const nlohmann::json::parser_callback_t limit_depth =
+      [&what](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+        if (depth > kMaxJsonDepth) {
+          throw ConfigError(what + ": JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
+                            " levels");
+        }
+        return true;
+      };
   try {
-    return nlohmann::json::parse(buffer.str());
+    return nlohmann::json::parse(text, limit_depth);
   } catch (const nlohmann::json::parse_error& e) {
-    throw ConfigError(file + ": invalid JSON: " + e.what());
+    throw ConfigError(what + ": invalid JSON: " + e.what());
   }
+}
+
+nlohmann::json ReadJsonFile(const std::string& file) {
+  std::ifstream probe(file);
+  if (!probe) throw ConfigError(file + ": cannot open file");
+  std::string text;
+  try {
+    text = ReadFile(file, kMaxJsonFileBytes);
+  } catch (const Error& e) {
+    throw ConfigError(file + ": " + e.what());
+  }
+  return ParseJson(text, file);
 }
 
 nlohmann::json ParseOverrideValue(const std::string& text) {
   nlohmann::json parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) return nlohmann::json(text);
-  return parsed;
+  return ParseJson(text, "--set value");  // valid JSON: now with the depth limit
 }
 
 namespace {

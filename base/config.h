@@ -108,7 +108,15 @@ class JsonReader {
 // The JSON comment keys of an object (those starting with '_'), in key order; {} if none.
 nlohmann::json CommentKeys(const nlohmann::json& object);
 
-// Parses a JSON file; a missing file or a syntax error is a ConfigError naming the file.
+// Configs nest at most this deep; a config file is at most this large.
+inline constexpr int kMaxJsonDepth = 64;
+inline constexpr size_t kMaxJsonFileBytes = size_t{64} << 20;
+
+// Parses JSON text; a syntax error or nesting deeper than kMaxJsonDepth is a ConfigError that
+// starts with `what` (a file name).
+nlohmann::json ParseJson(const std::string& text, const std::string& what);
+// Parses a JSON file (at most kMaxJsonFileBytes); a missing file, a syntax error or too deep a
+// nesting is a ConfigError naming the file.
 nlohmann::json ReadJsonFile(const std::string& file);
 
 // The value of an override: the text parsed as JSON if it is valid JSON ("2e11", "true",

@@ -54,13 +54,20 @@ void WriteJsonFile(const std::string& path, const nlohmann::json& json) {
   WriteFileAtomic(path, json.dump(2) + "\n");
 }
 
-std::string ReadFile(const std::string& path) {
+std::string ReadFile(const std::string& path, size_t max_bytes) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("cannot read '" + path + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
+  std::string text;
+  char buffer[1 << 16];
+  while (in.read(buffer, sizeof(buffer)) || in.gcount() > 0) {
+    text.append(buffer, static_cast<size_t>(in.gcount()));
+    if (text.size() > max_bytes) {
+      throw Error("'" + path + "' holds more than " + std::to_string(max_bytes) +
+                  " bytes, the most an input file may have");
+    }
+  }
   if (in.bad()) throw Error("failed reading '" + path + "'");
-  return ss.str();
+  return text;
 }
 
 }  // namespace podsim

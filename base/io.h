@@ -18,7 +18,11 @@ void WriteFileAtomic(const std::string& path, const std::string& text);
 // Pretty-printed with a 2-space indent and a trailing newline, keys in sorted order; atomic.
 void WriteJsonFile(const std::string& path, const nlohmann::json& json);
 
-// The whole content of a file; throws Error naming the file if it cannot be read.
-std::string ReadFile(const std::string& path);
+// Input files (modules, argument files) are at most this large unless a caller says otherwise.
+inline constexpr size_t kMaxInputFileBytes = size_t{1} << 30;
+
+// The whole content of a file; throws Error naming the file if it cannot be read or holds more
+// than `max_bytes` (read in chunks: a device such as /dev/zero is refused, not exhausted).
+std::string ReadFile(const std::string& path, size_t max_bytes = kMaxInputFileBytes);
 
 }  // namespace podsim

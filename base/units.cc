@@ -5,8 +5,13 @@
 #include <string>
 
 #include "base/error.h"
+#include "base/format.h"
 
 namespace podsim {
+
+void Time::ThrowOutOfRange(double ps) {
+  throw Error("time of " + FormatG(ps * 1e-12) + " s is out of range (at most about 1e7 s, 106 days)");
+}
 
 Time TransferTime(Bytes b, BytesPerSecond r) {
   if (b.value < 0) throw Error("TransferTime: negative byte count " + std::to_string(b.value));

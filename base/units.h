@@ -57,8 +57,12 @@ class Time {
  private:
   constexpr explicit Time(int64_t ps) : ps_(ps) {}
   static constexpr int64_t RoundPs(double ps) {
+    // int64 picoseconds hold +-9.2e18 (about 106 days); beyond that, and for NaN, a conversion
+    // would wrap.
+    if (!(ps < 9.2e18 && ps > -9.2e18)) ThrowOutOfRange(ps);
     return static_cast<int64_t>(ps < 0 ? ps - 0.5 : ps + 0.5);
   }
+  [[noreturn]] static void ThrowOutOfRange(double ps);
 
   int64_t ps_ = 0;
 };

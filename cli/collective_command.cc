@@ -55,11 +55,7 @@ int CollectiveCommand(const Args& args) {
                            {"overhead_us", vm["overhead-us"].as<double>()}};
   auto parse_json_flag = [&](const char* flag, const char* key) {
     if (!vm.count(flag)) return;
-    try {
-      config[key] = nlohmann::json::parse(vm[flag].as<std::string>());
-    } catch (const nlohmann::json::parse_error& e) {
-      throw Error(std::string("--") + flag + ": not JSON: " + e.what());
-    }
+    config[key] = ParseJson(vm[flag].as<std::string>(), std::string("--") + flag);
   };
   parse_json_flag("groups", "replica_groups");
   parse_json_flag("pairs", "source_target_pairs");

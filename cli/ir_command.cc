@@ -7,8 +7,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/config.h"
 #include "base/error.h"
 #include "base/format.h"
+#include "base/io.h"
 #include "cli/commands.h"
 #include "cli/module_io.h"
 #include "cli/options.h"
@@ -139,12 +141,7 @@ int Eval(const Args& args) {
   std::vector<ir::Instruction*> params = m->entry()->parameters();
   if (vm.count("inputs")) {
     const std::string path = vm["inputs"].as<std::string>();
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(ReadFile(path));
-    } catch (const nlohmann::json::parse_error& e) {
-      throw Error(path + ": " + e.what());
-    }
+    const nlohmann::json j = ParseJson(ReadFile(path), path);
     if (!j.is_object()) throw Error(path + ": expected a JSON object keyed by parameter name");
     for (auto it = j.begin(); it != j.end(); ++it) {
       bool found = false;

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/io.h"
 #include "ir/proto.h"
 #include "ir/text.h"
 
@@ -58,21 +59,6 @@ nlohmann::json NestJson(const ir::Literal& l, size_t dim, int64_t& pos) {
 
 }  // namespace
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open '" + path + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void WriteFile(const std::string& path, const std::string& contents) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw Error("cannot write '" + path + "'");
-  out << contents;
-  if (!out) throw Error("failed writing '" + path + "'");
-}
-
 std::unique_ptr<ir::Module> LoadModule(const std::string& path) {
   std::string bytes = ReadFile(path);
   if (IsProtoPath(path)) {
@@ -86,7 +72,7 @@ std::unique_ptr<ir::Module> LoadModule(const std::string& path) {
 }
 
 void SaveModule(const ir::Module& module, const std::string& path) {
-  WriteFile(path, IsProtoPath(path) ? ir::ModuleToProtoBytes(module) : ir::PrintModule(module));
+  WriteFileAtomic(path, IsProtoPath(path) ? ir::ModuleToProtoBytes(module) : ir::PrintModule(module));
 }
 
 nlohmann::json LiteralToJson(const ir::Literal& literal) {

@@ -23,7 +23,5 @@ nlohmann::json LiteralToJson(const ir::Literal& literal);
 ir::Literal LiteralFromJson(const nlohmann::json& json, const ir::Shape& shape,
                             const std::string& where);
 
-std::string ReadFile(const std::string& path);
-void WriteFile(const std::string& path, const std::string& contents);
 
 }  // namespace podsim::cli

@@ -1,5 +1,7 @@
 #include "ir/shape.h"
 
+#include "base/error.h"
+
 namespace podsim::ir {
 
 Shape Shape::Tuple(std::vector<Shape> elements) {
@@ -12,21 +14,37 @@ Shape Shape::Tuple(std::vector<Shape> elements) {
 int64_t Shape::NumElements() const {
   int64_t n = 0;
   if (is_tuple) {
-    for (const Shape& e : tuple_shapes) n += e.NumElements();
+    for (const Shape& e : tuple_shapes) {
+      if (__builtin_add_overflow(n, e.NumElements(), &n)) {
+        throw Error("shape " + ToString() + ": its element count overflows int64");
+      }
+    }
     return n;
   }
   n = 1;
-  for (int64_t d : dims) n *= d;
+  for (int64_t d : dims) {
+    if (__builtin_mul_overflow(n, d, &n)) {
+      throw Error("shape " + ToString() + ": its element count overflows int64");
+    }
+  }
   return n;
 }
 
 int64_t Shape::ByteSize() const {
   if (is_tuple) {
     int64_t n = 0;
-    for (const Shape& e : tuple_shapes) n += e.ByteSize();
+    for (const Shape& e : tuple_shapes) {
+      if (__builtin_add_overflow(n, e.ByteSize(), &n)) {
+        throw Error("shape " + ToString() + ": its size in bytes overflows int64");
+      }
+    }
     return n;
   }
-  return NumElements() * ByteWidth(dtype);
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(NumElements(), ByteWidth(dtype), &bytes)) {
+    throw Error("shape " + ToString() + ": its size in bytes overflows int64");
+  }
+  return bytes;
 }
 
 std::string Shape::ToString() const {

@@ -9,6 +9,12 @@
 
 namespace podsim::ir {
 
+// The most dims a shape may have (XLA's practical limit is far lower); more is rejected by the
+// text reader and the verifier, so that nothing recurses or allocates per dim without bound.
+inline constexpr int64_t kMaxRank = 64;
+// The most levels of tuples around an array shape.
+inline constexpr int kMaxShapeDepth = 64;
+
 struct Shape {
   DType dtype = DType::kF32;
   std::vector<int64_t> dims;          // array shape; empty = scalar
@@ -20,9 +26,10 @@ struct Shape {
   static Shape Tuple(std::vector<Shape> elements);
 
   int64_t rank() const { return static_cast<int64_t>(dims.size()); }
-  // Product of dims (1 for a scalar); for a tuple, the sum over elements.
+  // Product of dims (1 for a scalar); for a tuple, the sum over elements. Throws podsim::Error
+  // naming the shape when the count does not fit int64.
   int64_t NumElements() const;
-  // NumElements * ByteWidth, summed over tuple elements.
+  // NumElements * ByteWidth, summed over tuple elements; throws likewise on overflow.
   int64_t ByteSize() const;
   // "f32[8,16]", "pred[]", "(f32[4], s32[])".
   std::string ToString() const;

@@ -134,12 +134,15 @@ Instruction* Parser::ParseOperand(const Computation* c) {
   return o;
 }
 
-Shape Parser::ParseShape() {
+Shape Parser::ParseShape(int depth) {
+  if (depth > kMaxShapeDepth) {
+    lex_.FailHere("tuple shapes nest deeper than " + std::to_string(kMaxShapeDepth) + " levels");
+  }
   if (lex_.Consume('(')) {
     std::vector<Shape> elements;
     if (!lex_.Consume(')')) {
       do {
-        elements.push_back(ParseShape());
+        elements.push_back(ParseShape(depth + 1));
       } while (lex_.Consume(','));
       lex_.Expect(')', "to close the tuple shape");
     }
@@ -162,9 +165,17 @@ Shape Parser::ParseShape() {
       Loc dim_loc = lex_.Here();
       int64_t d = lex_.Int();
       if (d < 0) lex_.Fail(dim_loc, "dimension " + std::to_string(d) + " is negative");
+      if (static_cast<int64_t>(s.dims.size()) == kMaxRank) {
+        lex_.Fail(dim_loc, "more than " + std::to_string(kMaxRank) + " dimensions");
+      }
       s.dims.push_back(d);
     } while (lex_.Consume(','));
     lex_.Expect(']', "to close the dimensions");
+    try {
+      s.ByteSize();  // the element count and the byte size fit int64
+    } catch (const Error& e) {
+      lex_.Fail(loc, e.what());
+    }
   }
   return s;
 }
@@ -175,7 +186,9 @@ Literal Parser::ParseLiteral(const Shape& shape) {
   if (shape.is_tuple) lex_.Fail(loc, "a constant must have an array shape");
   Literal lit;
   lit.shape = shape;
-  lit.values.reserve(static_cast<size_t>(shape.NumElements()));
+  // Not the declared count: a short constant may claim a huge shape. Values arrive as they are
+  // read, and their number is checked against the shape.
+  lit.values.reserve(static_cast<size_t>(std::min<int64_t>(shape.NumElements(), 1 << 16)));
   if (shape.dims.empty()) {
     lit.values.push_back(lex_.Element(shape.dtype));
     return lit;

@@ -47,7 +47,9 @@ class Parser {
 
   Instruction* ParseOperand(const Computation* c);
 
-  Shape ParseShape();
+  // `depth`: tuples around this shape; more than kMaxShapeDepth is an error (no unbounded
+  // recursion on input).
+  Shape ParseShape(int depth = 0);
 
   // A scalar is one value; an array is '{...}' nested per dimension, or flat row-major.
   Literal ParseLiteral(const Shape& shape);

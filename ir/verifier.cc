@@ -16,13 +16,25 @@ namespace {
   throw Error(where + ": " + what);
 }
 
-void CheckShapeDims(const Computation& c, const Instruction& i, const Shape& s) {
+void CheckShapeDims(const Computation& c, const Instruction& i, const Shape& s, int depth = 0) {
+  if (depth > kMaxShapeDepth) {
+    Fail(c, &i, "tuple shapes nest deeper than " + std::to_string(kMaxShapeDepth) + " levels");
+  }
   if (s.is_tuple) {
-    for (const Shape& e : s.tuple_shapes) CheckShapeDims(c, i, e);
+    for (const Shape& e : s.tuple_shapes) CheckShapeDims(c, i, e, depth + 1);
     return;
+  }
+  if (s.rank() > kMaxRank) {
+    Fail(c, &i, "shape has " + std::to_string(s.rank()) + " dimensions, more than " +
+                    std::to_string(kMaxRank));
   }
   for (int64_t d : s.dims) {
     if (d < 0) Fail(c, &i, "shape " + s.ToString() + " has a negative dimension");
+  }
+  try {
+    s.ByteSize();  // the element count and the byte size fit int64
+  } catch (const Error& e) {
+    Fail(c, &i, e.what());
   }
 }
 

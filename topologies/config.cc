@@ -34,6 +34,13 @@ void CheckPositive(double v, const std::string& path) {
   }
 }
 
+// A hop latency in microseconds: > 0, and at most 1 s (1e6 us), far beyond any link, so that
+// it converts to picoseconds without overflow.
+void CheckLatency(double us, const std::string& path) {
+  CheckPositive(us, path);
+  if (us > 1e6) FailAt(path, "must be <= 1e6 (1 s), got " + FormatG(us));
+}
+
 EdgeConfig ReadEdge(const nlohmann::json& value, const std::string& path) {
   EdgeConfig edge;
   const nlohmann::json* chips = &value;
@@ -146,7 +153,7 @@ void ValidateCustom(const TopologyConfig& c, const std::string& path) {
                             std::to_string(key.first) + "-" + std::to_string(key.second) + ")");
     }
     if (e.link_bandwidth) CheckPositive(*e.link_bandwidth, JoinPath(edge_path, "link_bandwidth"));
-    if (e.hop_latency_us) CheckPositive(*e.hop_latency_us, JoinPath(edge_path, "hop_latency_us"));
+    if (e.hop_latency_us) CheckLatency(*e.hop_latency_us, JoinPath(edge_path, "hop_latency_us"));
     parent[Root(parent, e.a)] = Root(parent, e.b);
   }
   const int64_t root0 = Root(parent, 0);
@@ -262,9 +269,9 @@ void TopologyConfig::Validate(const std::string& path) const {
                                                  ", limit " + std::to_string(kMaxCores) + ")");
   }
   CheckPositive(link_bandwidth, JoinPath(path, "link_bandwidth"));
-  CheckPositive(hop_latency_us, JoinPath(path, "hop_latency_us"));
+  CheckLatency(hop_latency_us, JoinPath(path, "hop_latency_us"));
   CheckPositive(on_chip_bandwidth, JoinPath(path, "on_chip_bandwidth"));
-  CheckPositive(on_chip_latency_us, JoinPath(path, "on_chip_latency_us"));
+  CheckLatency(on_chip_latency_us, JoinPath(path, "on_chip_latency_us"));
 }
 
 nlohmann::json TopologyConfig::ToJson() const {

@@ -148,6 +148,34 @@ TEST_CASE("bad shapes and constants") {
   ExpectErrorAt({"%c = f32[] constant(one)"}, "one", "malformed number 'one'");
   ExpectErrorAt({"%c = f32[] constant(nan(0xzz))"}, "nan", "bad NaN 'nan(0xzz)'");
   ExpectErrorAt({"%c = (f32[]) constant(1)"}, "1)", "a constant must have an array shape");
+  // Sizes that do not fit int64: (2^63 - 1)^2 elements; 2^62 x 4 = 2^64 elements; 2^61
+  // elements of 4 bytes = 2^63 bytes.
+  ExpectErrorAt({"%a = f32[9223372036854775807,9223372036854775807] parameter(0)"}, "f32",
+                "shape f32[9223372036854775807,9223372036854775807]: its element count overflows "
+                "int64");
+  ExpectErrorAt({"%a = f32[4611686018427387904,4] parameter(0)"}, "f32",
+                "its element count overflows int64");
+  ExpectErrorAt({"%a = f32[2305843009213693952] parameter(0)"}, "f32",
+                "shape f32[2305843009213693952]: its size in bytes overflows int64");
+  // A constant that claims 4e12 values but holds one: an error, with no 16 TB reserved first.
+  ExpectErrorAt({"%c = f32[1000000000000] constant({1})"}, "{1",
+                "constant of shape f32[1000000000000] needs 1000000000000 values, got 1");
+}
+
+TEST_CASE("nesting and rank are bounded: no recursion or allocation on input depth") {
+  // 65 levels of tuples around f32[] (kMaxShapeDepth = 64), and a rank-65 shape (kMaxRank).
+  const std::string deep = std::string(65, '(') + "f32[]" + std::string(65, ')');
+  ExpectErrorAt({"%a = " + deep + " parameter(0)"}, "f32[]", "tuple shapes nest deeper than 64");
+  std::string dims = "1";
+  for (int k = 1; k < 65; ++k) dims += ",1";
+  ExpectErrorAt({"%a = f32[" + dims + "] parameter(0)"}, "1]", "more than 64 dimensions");
+  // 40 000 '(' (the size that overflowed the stack) stop at the 66th: 65 columns after the
+  // first.
+  const std::string text = Main({"%a = " + std::string(40000, '(') + " parameter(0)"});
+  const std::string first = Loc(text, "(");
+  const size_t colon = first.find(':');
+  ExpectError(text, first.substr(0, colon + 1) + std::to_string(std::stoi(first.substr(colon + 1)) + 65),
+              "tuple shapes nest deeper than 64 levels");
 }
 
 TEST_CASE("shape rules and the verifier point at the instruction") {

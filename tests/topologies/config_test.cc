@@ -76,6 +76,9 @@ TEST_CASE("bad torus values: each error names the JSON path") {
   CHECK(LoadError(With(ok, "hop_latency_us", 0)) == "topology.hop_latency_us: must be > 0, got 0");
   CHECK(LoadError(With(ok, "hop_latency_us", -1)) ==
         "topology.hop_latency_us: must be > 0, got -1");
+  // 1e13 us would be 1e19 ps, past int64: it used to wrap to 1 ps and make collectives faster.
+  CHECK(LoadError(With(ok, "hop_latency_us", 1e13)) ==
+        "topology.hop_latency_us: must be <= 1e6 (1 s), got 1e+13");
   CHECK(LoadError(With(ok, "on_chip_bandwidth", -5)) ==
         "topology.on_chip_bandwidth: must be > 0, got -5");
   CHECK(LoadError(With(ok, "on_chip_latency_us", 0)) ==
