@@ -205,7 +205,9 @@ std::vector<StridedMode> CanonicalModes(const std::vector<StridedMode>& modes) {
 std::optional<std::vector<std::vector<StridedMode>>> SplitModes(std::vector<StridedMode> modes,
                                                                 const std::vector<int64_t>& dims) {
   int64_t total = 1;
-  for (int64_t d : dims) total *= d;
+  for (int64_t d : dims) {
+    if (d < 1 || __builtin_mul_overflow(total, d, &total)) return std::nullopt;  // cannot match
+  }
   if (total != ModesSize(modes)) return std::nullopt;
   std::vector<std::vector<StridedMode>> runs(dims.size());
   int64_t i = static_cast<int64_t>(modes.size()) - 1;

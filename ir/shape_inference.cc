@@ -9,10 +9,11 @@
 namespace podsim::ir {
 namespace internal {
 
-int64_t WindowedExtent(int64_t in, const WindowDim& w) {
-  int64_t dilated_in = in == 0 ? 0 : (in - 1) * w.base_dilation + 1;
-  int64_t padded = dilated_in + w.pad_low + w.pad_high;
-  int64_t dilated_window = (w.size - 1) * w.window_dilation + 1;
+int64_t WindowedExtent(const Checker& c, int64_t in, const WindowDim& w) {
+  const char* what = "the window's extent";
+  const int64_t dilated_in = in == 0 ? 0 : c.Add(c.Mul(in - 1, w.base_dilation, what), 1, what);
+  const int64_t padded = c.Add(c.Add(dilated_in, w.pad_low, what), w.pad_high, what);
+  const int64_t dilated_window = c.Add(c.Mul(w.size - 1, w.window_dilation, what), 1, what);
   if (padded < dilated_window) return padded < 0 ? -1 : 0;
   return (padded - dilated_window) / w.stride + 1;
 }
@@ -30,7 +31,8 @@ void CheckReplicaGroups(const Checker& c, const Instruction& i) {
     const IotaReplicaGroupList& g = *i.iota_replica_groups;
     c.Require(i.replica_groups.empty(), "replica groups given both as a list and as an iota");
     c.Require(g.num_groups >= 1 && g.group_size >= 1 &&
-                  g.num_groups * g.group_size == g.devices.size(),
+                  c.Mul(g.num_groups, g.group_size, "the replica groups' device count") ==
+                      g.devices.size(),
               "replica_groups=" + g.ToString() + ": " + std::to_string(g.num_groups) + " x " +
                   std::to_string(g.group_size) + " does not match the " +
                   std::to_string(g.devices.size()) + " devices");

@@ -49,6 +49,20 @@ class Checker {
     std::set<int64_t> s(dims.begin(), dims.end());
     if (s.size() != dims.size()) Fail(what + " " + DimsToString(dims) + " repeats a dimension");
   }
+  // a * b and a + b of sizes the input gives; an overflow fails naming `what`.
+  int64_t Mul(int64_t a, int64_t b, const char* what) const {
+    int64_t r = 0;
+    if (__builtin_mul_overflow(a, b, &r)) Overflow(what);
+    return r;
+  }
+  int64_t Add(int64_t a, int64_t b, const char* what) const {
+    int64_t r = 0;
+    if (__builtin_add_overflow(a, b, &r)) Overflow(what);
+    return r;
+  }
+  [[noreturn]] void Overflow(const char* what) const {
+    Fail(std::string(what) + " overflows int64");
+  }
   void ScalarS32(size_t k) const {
     const Shape& s = Op(k);
     if (s.rank() != 0 || s.dtype != DType::kS32) {
@@ -61,7 +75,7 @@ class Checker {
 };
 
 // Output extent of a windowed dimension (HLO semantics), or -1 if the window does not fit.
-int64_t WindowedExtent(int64_t in, const WindowDim& w);
+int64_t WindowedExtent(const Checker& c, int64_t in, const WindowDim& w);
 // Size, stride and dilations of every window dim are >= 1.
 void CheckWindow(const Checker& c, const std::vector<WindowDim>& window);
 // The replica groups (a list or an iota) are well formed: equal sizes, no partition twice.

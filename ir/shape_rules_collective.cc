@@ -31,7 +31,7 @@ Shape ShapeRules::HandleAllGather(const Instruction& i) {
               "result dim must be a multiple of the operand dim");
     g = i.shape.dims[i.dimensions[0]] / a.dims[i.dimensions[0]];
   }
-  a.dims[i.dimensions[0]] *= g;
+  a.dims[i.dimensions[0]] = c.Mul(a.dims[i.dimensions[0]], g, "the gathered extent");
   return a;
 }
 
@@ -76,7 +76,7 @@ Shape ShapeRules::HandleAllToAll(const Instruction& i) {
                 std::to_string(a.dims[i.split_dimension]) + ") does not divide into " +
                 std::to_string(g) + " pieces");
   a.dims[i.split_dimension] /= g;
-  a.dims[i.concat_dimension] *= g;
+  a.dims[i.concat_dimension] = c.Mul(a.dims[i.concat_dimension], g, "the concatenated extent");
   return a;
 }
 

@@ -84,7 +84,7 @@ Shape ShapeRules::HandleConvolution(const Instruction& i) {
   int64_t out_f = w.dims[cd.kernel_output_feature];
   c.Require(in_f % g == 0 && out_f % g == 0,
             "feature counts must divide by feature_group_count");
-  c.Require(w.dims[cd.kernel_input_feature] * g == in_f,
+  c.Require(c.Mul(w.dims[cd.kernel_input_feature], g, "kernel input features x feature groups") == in_f,
             "kernel input features (" + std::to_string(w.dims[cd.kernel_input_feature]) +
                 ") times groups must equal input features (" + std::to_string(in_f) + ")");
   Shape out(x.dtype, std::vector<int64_t>(x.rank(), 0));
@@ -93,7 +93,7 @@ Shape ShapeRules::HandleConvolution(const Instruction& i) {
   for (size_t s = 0; s < ns; ++s) {
     c.Require(i.window[s].size == w.dims[cd.kernel_spatial[s]],
               "window size differs from kernel spatial dim " + std::to_string(s));
-    int64_t n = WindowedExtent(x.dims[cd.input_spatial[s]], i.window[s]);
+    int64_t n = WindowedExtent(c, x.dims[cd.input_spatial[s]], i.window[s]);
     c.Require(n >= 0, "padding makes spatial dim " + std::to_string(s) + " negative");
     out.dims[cd.output_spatial[s]] = n;
   }
@@ -141,7 +141,7 @@ Shape ShapeRules::HandleReduceWindow(const Instruction& i) {
   CheckWindow(c, i.window);
   Shape out(a.dtype, {});
   for (size_t d = 0; d < a.dims.size(); ++d) {
-    int64_t n = WindowedExtent(a.dims[d], i.window[d]);
+    int64_t n = WindowedExtent(c, a.dims[d], i.window[d]);
     c.Require(n >= 0, "padding makes dim " + std::to_string(d) + " negative");
     out.dims.push_back(n);
   }

@@ -64,7 +64,7 @@ Shape ShapeRules::HandleSlice(const Instruction& i) {
               "bad slice [" + std::to_string(s) + ":" + std::to_string(l) + ":" +
                   std::to_string(st) + "] of dim " + std::to_string(d) + " (size " +
                   std::to_string(a.dims[d]) + ")");
-    out.dims.push_back((l - s + st - 1) / st);
+    out.dims.push_back((l - s) / st + ((l - s) % st != 0 ? 1 : 0));  // ceil, without overflow
   }
   return out;
 }
@@ -109,7 +109,9 @@ Shape ShapeRules::HandlePad(const Instruction& i) {
   for (size_t d = 0; d < a.dims.size(); ++d) {
     const PadDim& p = i.padding[d];
     c.Require(p.interior >= 0, "interior padding must be >= 0");
-    int64_t n = a.dims[d] + p.low + p.high + std::max<int64_t>(a.dims[d] - 1, 0) * p.interior;
+    const char* what = "the padded extent";
+    const int64_t interior = c.Mul(std::max<int64_t>(a.dims[d] - 1, 0), p.interior, what);
+    const int64_t n = c.Add(c.Add(c.Add(a.dims[d], p.low, what), p.high, what), interior, what);
     c.Require(n >= 0, "padding makes dim " + std::to_string(d) + " negative");
     out.dims.push_back(n);
   }

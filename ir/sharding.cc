@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "base/error.h"
+#include "ir/shape.h"
 
 namespace podsim::ir {
 
@@ -26,7 +27,12 @@ Sharding Sharding::Tiled(std::vector<int64_t> tile_dims, DeviceList devices,
 
 Sharding Sharding::TiledIota(std::vector<int64_t> tile_dims, bool last_tile_dim_replicate) {
   int64_t n = 1;
-  for (int64_t t : tile_dims) n *= t;
+  for (int64_t t : tile_dims) {
+    if (t < 1 || __builtin_mul_overflow(n, t, &n)) {
+      throw Error("tile dims " + DimsToString(tile_dims) +
+                  ": each must be >= 1 and their product fit int64");
+    }
+  }
   return Tiled(std::move(tile_dims), DeviceList(IotaDevices::Range(n)), last_tile_dim_replicate);
 }
 
@@ -83,7 +89,9 @@ std::vector<int64_t> Sharding::ShardDims(std::vector<int64_t> dims) const {
     return dims;
   }
   for (size_t d = 0; d < rank; ++d) {
-    if (tile_dims[d] >= 1) dims[d] = (dims[d] + tile_dims[d] - 1) / tile_dims[d];
+    if (tile_dims[d] >= 1) {  // ceil(dims / tiles), without overflow
+      dims[d] = dims[d] / tile_dims[d] + (dims[d] % tile_dims[d] != 0 ? 1 : 0);
+    }
   }
   return dims;
 }

@@ -55,7 +55,9 @@ void CheckSharding(const Computation& c, const Instruction& i) {
   int64_t count = 1;
   for (int64_t t : s.tile_dims) {
     if (t < 1) Fail(c, &i, "sharding tile dims must be >= 1");
-    count *= t;
+    if (__builtin_mul_overflow(count, t, &count)) {
+      Fail(c, &i, "sharding " + s.ToString() + ": the product of its tile dims overflows int64");
+    }
   }
   if (count != s.devices.size()) {
     Fail(c, &i, "sharding " + s.ToString() + " lists " + std::to_string(s.devices.size()) +

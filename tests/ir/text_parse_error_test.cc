@@ -201,6 +201,26 @@ TEST_CASE("shape rules and the verifier point at the instruction") {
                 "loop body cannot be the entry computation");
 }
 
+TEST_CASE("extents and products that overflow int64 are errors naming the instruction") {
+  const std::string big = "9223372036854775807";  // INT64_MAX
+  // pad: 4 + (2^63 - 1) + (2^63 - 1) overflows.
+  ExpectErrorAt({kParam, "%z = f32[] constant(0)",
+                 "%p = f32[5] pad(%a, %z), padding=" + big + "_" + big},
+                "%p", "%p (pad): the padded extent overflows int64");
+  // slice with the largest stride: ceil(4 / (2^63 - 1)) = 1, no wrap-around.
+  ExpectErrorAt({kParam, "%s = f32[2] slice(%a), slice={[0:4:" + big + "]}"}, "f32[2]",
+                "shape f32[2] does not match the slice shape rule, which gives f32[1]");
+  // all-gather over 4 of a dim of 2^62 + 1: 2^64 + 4 overflows (pred: 1 byte an element, so
+  // the operand itself fits).
+  ExpectErrorAt({"%x = pred[4611686018427387905] parameter(0)",
+                 "%g = pred[4] all-gather(%x), dimensions={0}, replica_groups={{0,1,2,3}}"},
+                "%g", "%g (all-gather): the gathered extent overflows int64");
+  // Tile dims whose product wraps used to pass: 2^32 x 2^32 = 2^64 wraps to 0.
+  ExpectErrorAt({"%x = f32[4,8] parameter(0)",
+                 "%b = f32[4,8] negate(%x), sharding={devices=[4294967296,4294967296]0}"},
+                "%b", "the product of its tile dims overflows int64");
+}
+
 TEST_CASE("names, roots, computations") {
   ExpectErrorAt({kParam, "%a = f32[4] negate(%a)"}, "%a =", "instruction name %a is already "
                                                             "defined at t.hlo:3:3",
