@@ -16,7 +16,7 @@ std::vector<std::pair<int32_t, double>> SparseBytes(const std::vector<double>& b
 
 SharedNetwork::SharedNetwork(Engine& engine, const topo::Topology& topology,
                              const MemoOptions& options)
-    : engine_(engine), topology_(topology), options_(options),
+    : engine_(engine),
       network_(MakeNetworkModel(options.network, topology, options.network_options)),
       model_name_(network_->name()),
       executor_(*network_, {options.fixed_overhead, options.local_copy_bandwidth}) {}

@@ -61,8 +61,6 @@ class SharedNetwork {
   void ClosePeriod(Time t);
 
   Engine& engine_;
-  const topo::Topology& topology_;
-  MemoOptions options_;
   std::unique_ptr<NetworkModel> network_;
   std::string model_name_;
   ScheduleExecutor executor_;
