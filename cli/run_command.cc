@@ -1,4 +1,6 @@
-// podsim run CONFIG --out DIR [--set path=value ...]: runs an experiment config.
+// podsim run CONFIG --out DIR [--force] [--set path=value ...]: runs an experiment config.
+// Prints how its points ended; exits 1 when no point gave a result (every one failed or ran
+// out of device memory), as well as on an error.
 
 #include <iostream>
 
@@ -17,21 +19,32 @@ int RunCommand(const Args& args) {
   po::options_description desc("podsim run options");
   desc.add_options()("help,h", "show this help")(
       "config", po::value<std::string>()->required(), "experiment JSON file")(
-      "out", po::value<std::string>()->required(), "output directory (created if missing)")(
+      "out", po::value<std::string>()->required(),
+      "output directory: new or empty (DIR/status says running, done or failed)")(
+      "force", "replace the files of an earlier run in --out")(
       "set", po::value<std::vector<std::string>>()->composing(),
       "override a config value: --set topology.link_bandwidth=2e11 (repeatable)");
   po::positional_options_description pos;
   pos.add("config", 1);
   po::variables_map vm;
   if (!ParseOptions(args, desc, pos, vm)) {
-    std::cout << "usage: podsim run CONFIG.json --out DIR [--set path=value ...]\n\n"
+    std::cout << "usage: podsim run CONFIG.json --out DIR [--force] [--set path=value ...]\n\n"
               << "experiment kinds: " << kinds << "\n\n" << desc;
     return 0;
   }
   experiments::RunOptions options;
   options.out_dir = vm["out"].as<std::string>();
+  options.force = vm.count("force") > 0;
   if (vm.count("set")) options.overrides = vm["set"].as<std::vector<std::string>>();
-  experiments::RunExperimentFile(vm["config"].as<std::string>(), options);
+  const experiments::RunSummary summary =
+      experiments::RunExperimentFile(vm["config"].as<std::string>(), options);
+  std::cout << summary.name << ": " << summary.ToString() << "; results in " << options.out_dir
+            << "\n";
+  if (summary.all_failed()) {
+    std::cerr << "podsim run: error: no point of " << summary.name
+              << " gave a result (see " << options.out_dir << "/results.json)\n";
+    return 1;
+  }
   return 0;
 }
 

@@ -10,6 +10,7 @@
 
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "partitioner/sharding_util.h"
 #include "pipeline/simulate.h"
 #include "report/chrome_trace.h"
+#include "report/output_dir.h"
 #include "report/run_report.h"
 
 namespace podsim::cli {
@@ -47,6 +49,8 @@ void PrintCheck(const sim::FunctionalResult& f, std::ostream& os) {
   }
 }
 
+int Run(const po::variables_map& vm, const nlohmann::json& config, const report::OutputDir* out);
+
 }  // namespace
 
 int SimulateCommand(const Args& args) {
@@ -60,7 +64,9 @@ int SimulateCommand(const Args& args) {
       ("network", po::value<std::string>(), "network model: analytic, flow (default), packet")
       ("trace", po::value<std::string>(), "write a Chrome trace (Perfetto) to this file")
       ("json", "print results.json instead of the summary")
-      ("out", po::value<std::string>(), "write results.json, CSV tables (and trace.json) here")
+      ("out", po::value<std::string>(),
+       "write results.json, CSV tables (and trace.json) here: a new or empty directory")
+      ("force", "replace the files of an earlier run in --out")
       ("check", "functional mode: real tensors, checked against the interpreter (small pods)")
       ("no-fusion", "do not fuse elementwise ops")
       ("sync", "collectives block the device (no async overlap)")
@@ -101,6 +107,21 @@ int SimulateCommand(const Args& args) {
       defaults, vm["topology"].as<std::string>(),
       vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{});
 
+  // The output directory is claimed before the run, so that a refused --out costs nothing and a
+  // run that fails says so in DIR/status.
+  std::optional<report::OutputDir> out;
+  if (vm.count("out")) out = report::OutputDir::Claim(vm["out"].as<std::string>(), vm.count("force") > 0);
+  try {
+    return Run(vm, config, out ? &*out : nullptr);
+  } catch (const std::exception& e) {
+    if (out) out->Failed(e.what());
+    throw;
+  }
+}
+
+namespace {
+
+int Run(const po::variables_map& vm, const nlohmann::json& config, const report::OutputDir* out) {
   const pipeline::Simulation run =
       pipeline::Simulate(LoadModule(vm["module"].as<std::string>()), config);
   for (const std::string& note : run.notes) std::cerr << note << "\n";
@@ -111,9 +132,9 @@ int SimulateCommand(const Args& args) {
   } else {
     std::cout << report::Summary(result);
   }
-  if (vm.count("out")) {
-    report::WriteResults(result, vm["out"].as<std::string>());
-    if (!json) std::cout << "wrote " << vm["out"].as<std::string>() << "/results.json\n";
+  if (out) {
+    report::WriteResults(result, out->path());
+    if (!json) std::cout << "wrote " << out->path() << "/results.json\n";
   }
   if (vm.count("trace")) {
     report::WriteChromeTrace(result.trace, vm["trace"].as<std::string>());
@@ -127,7 +148,16 @@ int SimulateCommand(const Args& args) {
          << run.equivalence->ToString();
     }
   }
+  if (out) {
+    // Every file is complete here; a failed functional check is a result, so the directory is
+    // done and says so.
+    std::string details = std::string("run: ") + sim::RunStatusName(result.status);
+    if (result.functional) details += std::string("\ncheck: ") + (run.ok() ? "ok" : "mismatch");
+    out->Done(details);
+  }
   return run.ok() ? 0 : 1;
 }
+
+}  // namespace
 
 }  // namespace podsim::cli

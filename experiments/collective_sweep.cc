@@ -17,6 +17,7 @@
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <iostream>
 #include <sstream>
 
 #include "base/config.h"
@@ -99,92 +100,139 @@ std::string PlotScript(const std::vector<std::pair<std::string, bool>>& series_f
   return gp.str();
 }
 
+struct SweepPoint {
+  std::string collective;
+  int64_t bytes = 0;
+  int64_t partitions = 0;
+  std::string topology_name;  // the slice's topology, named before it is built
+  CollectiveRunConfig run;
+};
+
+struct CollectiveSweepConfig {
+  std::vector<SweepPoint> points;  // collectives x payloads x slices, in that nesting
+  std::string name;
+  std::vector<std::string> collectives;
+  std::vector<int64_t> payloads;
+  std::vector<Slice> slices;
+  nlohmann::json defaults = nlohmann::json::object();
+  nlohmann::json topology_overrides = nlohmann::json::object();
+  PaperPoints paper;
+
+  static CollectiveSweepConfig FromJson(const nlohmann::json& config) {
+    CollectiveSweepConfig c;
+    JsonReader r(config, "");
+    r.String("experiment");
+    c.name = r.String("name", "collective_sweep");
+    {
+      const std::string p = r.PathOf("collectives");
+      const nlohmann::json& arr = AsArray(r.Value("collectives"), p);
+      for (size_t k = 0; k < arr.size(); ++k) {
+        c.collectives.push_back(sim::CollectiveKindName(
+            sim::ParseCollectiveKind(AsString(arr[k], IndexPath(p, k)), IndexPath(p, k))));
+      }
+    }
+    {
+      const std::string p = r.PathOf("payloads");
+      const nlohmann::json& arr = AsArray(r.Value("payloads"), p);
+      for (size_t k = 0; k < arr.size(); ++k) {
+        const std::string kp = IndexPath(p, k);
+        c.payloads.push_back(arr[k].is_string() ? ParseBytes(arr[k].get<std::string>(), kp)
+                                                : AsInt(arr[k], kp, Limit::Positive()));
+      }
+    }
+    {
+      const std::string p = r.PathOf("slices");
+      const nlohmann::json& arr = AsArray(r.Value("slices"), p);
+      for (size_t k = 0; k < arr.size(); ++k) {
+        JsonReader s(arr[k], IndexPath(p, k));
+        Slice slice;
+        slice.partitions = s.Int("partitions", Limit::AtLeast(1));
+        slice.topology = s.String("topology");
+        s.Finish();
+        c.slices.push_back(slice);
+      }
+    }
+    if (r.Has("collective")) c.defaults = r.Object("collective").json();
+    if (r.Has("topology_overrides")) c.topology_overrides = r.Object("topology_overrides").json();
+    c.paper = ReadPaperPoints(r);
+    r.Finish();
+    // Every point's run config, validated now rather than after the first points have run.
+    for (const std::string& collective : c.collectives) {
+      for (int64_t bytes : c.payloads) {
+        for (size_t k = 0; k < c.slices.size(); ++k) {
+          const std::string path = IndexPath(r.PathOf("slices"), k);
+          nlohmann::json point = c.defaults;
+          nlohmann::json topology =
+              topo::ExpandTopologyConfig(c.slices[k].topology, path + ".topology");
+          topology.merge_patch(c.topology_overrides);
+          point["topology"] = topology;
+          point["op"] = collective;
+          point["bytes"] = bytes;
+          point["partitions"] = c.slices[k].partitions;
+          const std::string topology_name =
+              topo::TopologyConfig::FromJson(topology, path + ".topology").ResolvedName();
+          c.points.push_back({collective, bytes, c.slices[k].partitions, topology_name,
+                              CollectiveRunConfig::FromJson(point, path)});
+        }
+      }
+    }
+    return c;
+  }
+};
+
 }  // namespace
 
-void RunCollectiveSweep(const ExperimentContext& ctx) {
-  JsonReader r(ctx.config, "");
-  r.String("experiment");
-  const std::string name = r.String("name", "collective_sweep");
-  std::vector<std::string> collectives;
-  {
-    const std::string p = r.PathOf("collectives");
-    const nlohmann::json& arr = AsArray(r.Value("collectives"), p);
-    for (size_t k = 0; k < arr.size(); ++k) {
-      collectives.push_back(sim::CollectiveKindName(
-          sim::ParseCollectiveKind(AsString(arr[k], IndexPath(p, k)),
-                                   IndexPath(p, k))));
-    }
-  }
-  std::vector<int64_t> payloads;
-  {
-    const std::string p = r.PathOf("payloads");
-    const nlohmann::json& arr = AsArray(r.Value("payloads"), p);
-    for (size_t k = 0; k < arr.size(); ++k) {
-      const std::string kp = IndexPath(p, k);
-      payloads.push_back(arr[k].is_string() ? ParseBytes(arr[k].get<std::string>(), kp)
-                                            : AsInt(arr[k], kp, Limit::Positive()));
-    }
-  }
-  std::vector<Slice> slices;
-  {
-    const std::string p = r.PathOf("slices");
-    const nlohmann::json& arr = AsArray(r.Value("slices"), p);
-    for (size_t k = 0; k < arr.size(); ++k) {
-      JsonReader s(arr[k], IndexPath(p, k));
-      Slice slice;
-      slice.partitions = s.Int("partitions", Limit::AtLeast(1));
-      slice.topology = s.String("topology");
-      s.Finish();
-      slices.push_back(slice);
-    }
-  }
-  nlohmann::json defaults = r.Has("collective") ? r.Value("collective") : nlohmann::json::object();
-  nlohmann::json topology_overrides =
-      r.Has("topology_overrides") ? r.Value("topology_overrides") : nlohmann::json::object();
-  PaperPoints paper = ReadPaperPoints(r);
-  r.Finish();
+void CheckCollectiveSweep(const nlohmann::json& config) { CollectiveSweepConfig::FromJson(config); }
 
-  CsvTable table({"collective", "payload_bytes", "partitions", "topology", "time_us", "paper_us"});
+RunSummary RunCollectiveSweep(const ExperimentContext& ctx) {
+  const CollectiveSweepConfig c = CollectiveSweepConfig::FromJson(ctx.config);
+  RunSummary summary;
+  summary.name = c.name;
+  CsvTable table({"collective", "payload_bytes", "partitions", "topology", "status", "time_us",
+                  "paper_us", "error"});
   nlohmann::json points = nlohmann::json::array();
   // Per series (collective, payload): rows "partitions,time_us,paper_us" for the plot.
   std::map<std::string, CsvTable> series;
-  report::Progress progress(name, static_cast<int64_t>(collectives.size() * payloads.size() * slices.size()));
-  for (const std::string& collective : collectives) {
-    for (int64_t bytes : payloads) {
-      for (size_t k = 0; k < slices.size(); ++k) {
-        const Slice& slice = slices[k];
-        nlohmann::json point = defaults;
-        nlohmann::json topology =
-            topo::ExpandTopologyConfig(slice.topology, "slices[" + std::to_string(k) + "].topology");
-        topology.merge_patch(topology_overrides);
-        point["topology"] = topology;
-        point["op"] = collective;
-        point["bytes"] = bytes;
-        point["partitions"] = slice.partitions;
-        CollectiveRunConfig run = CollectiveRunConfig::FromJson(point, "collective");
-        CollectiveRunResult result = RunCollective(run);
-        auto it = paper.find({collective, bytes, slice.partitions});
-        const double paper_us = it == paper.end() ? std::nan("") : it->second;
-        table.AddRow({collective, std::to_string(bytes), std::to_string(slice.partitions),
-                      result.topology_name, CsvNumber(result.time_us), CsvNumber(paper_us)});
-        const std::string key = collective + "_" + std::to_string(bytes >> 20) + "MiB";
-        series.try_emplace(key, std::vector<std::string>{"partitions", "time_us", "paper_us"});
-        series.at(key).AddRow({std::to_string(slice.partitions), CsvNumber(result.time_us),
-                               CsvNumber(paper_us)});
-        nlohmann::json p = result.ToJson();
-        p["collective"] = collective;
-        p["payload_bytes"] = bytes;
-        if (!std::isnan(paper_us)) p["paper_us"] = paper_us;
-        points.push_back(p);
-        progress.Step(collective + " " + std::to_string(bytes) + " B on " +
-                      std::to_string(slice.partitions));
-      }
+  report::Progress progress(c.name, static_cast<int64_t>(c.points.size()));
+  for (const SweepPoint& pt : c.points) {
+    auto it = c.paper.find({pt.collective, pt.bytes, pt.partitions});
+    const double paper_us = it == c.paper.end() ? std::nan("") : it->second;
+    nlohmann::json p;
+    std::string status = kPointOk, error, topology_name = pt.topology_name;
+    double time_us = std::nan("");
+    try {
+      const CollectiveRunResult result = RunCollective(pt.run);
+      p = result.ToJson();
+      time_us = result.time_us;
+      topology_name = result.topology_name;
+    } catch (const Error& e) {
+      // This point cannot run (too large for memory, a group the pod cannot hold): the sweep
+      // goes on and says so.
+      status = kPointFailed;
+      error = e.what();
+      std::cerr << c.name << ": " << pt.collective << " " << pt.bytes << " B on "
+                << pt.partitions << " partitions failed: " << error << "\n";
+      p = {{"partitions", pt.partitions}, {"topology", topology_name}, {"error", error}};
     }
+    CountPoint(summary, status);
+    table.AddRow({pt.collective, std::to_string(pt.bytes), std::to_string(pt.partitions),
+                  topology_name, status, CsvNumber(time_us), CsvNumber(paper_us), error});
+    const std::string key = pt.collective + "_" + std::to_string(pt.bytes >> 20) + "MiB";
+    series.try_emplace(key, std::vector<std::string>{"partitions", "time_us", "paper_us"});
+    series.at(key).AddRow(
+        {std::to_string(pt.partitions), CsvNumber(time_us), CsvNumber(paper_us)});
+    p["status"] = status;
+    p["collective"] = pt.collective;
+    p["payload_bytes"] = pt.bytes;
+    if (!std::isnan(paper_us)) p["paper_us"] = paper_us;
+    points.push_back(p);
+    progress.Step(pt.collective + " " + std::to_string(pt.bytes) + " B on " +
+                  std::to_string(pt.partitions));
   }
   WriteFileAtomic(ctx.out_dir + "/results.csv", table.ToString());
   WriteJsonFile(ctx.out_dir + "/results.json",
-                {{"experiment", "collective_sweep"}, {"name", name}, {"config", ctx.config},
-                 {"points", points}});
+                {{"experiment", "collective_sweep"}, {"name", c.name}, {"config", ctx.config},
+                 {"summary", summary.ToString()}, {"points", points}});
   std::vector<std::pair<std::string, bool>> files;
   for (const auto& [key, t] : series) {
     bool has_paper = false;
@@ -192,7 +240,9 @@ void RunCollectiveSweep(const ExperimentContext& ctx) {
     files.emplace_back("series_" + key + ".csv", has_paper);
     WriteFileAtomic(ctx.out_dir + "/" + files.back().first, t.ToString());
   }
-  report::RenderPlot(ctx.out_dir, "plot", PlotScript(files));
+  // A plot of no data is no plot (gnuplot would fail on it).
+  if (summary.ok + summary.oom > 0) report::RenderPlot(ctx.out_dir, "plot", PlotScript(files));
+  return summary;
 }
 
 }  // namespace podsim::experiments

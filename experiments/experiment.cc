@@ -4,33 +4,60 @@
 #include <map>
 
 #include "base/config.h"
-#include "base/csv.h"
-#include "base/io.h"
+#include "base/error.h"
 #include "experiments/runners.h"
-#include "report/plot.h"
+#include "report/output_dir.h"
 
 namespace podsim::experiments {
 
-// Defined in their own files.
-void RunCollectiveSweep(const ExperimentContext& ctx);
-void RunSpmdVsMpmd(const ExperimentContext& ctx);
-void RunMoeLayerBreakdown(const ExperimentContext& ctx);
-
 namespace {
 
-using Runner = std::function<void(const ExperimentContext&)>;
+struct Runner {
+  std::function<RunSummary(const ExperimentContext&)> run;
+  std::function<void(const nlohmann::json&)> check;
+};
 
 const std::map<std::string, Runner>& Runners() {
   static const std::map<std::string, Runner> runners = {
-      {"collective_sweep", RunCollectiveSweep},
-      {"spmd_vs_mpmd", RunSpmdVsMpmd},
-      {"moe_layer_breakdown", RunMoeLayerBreakdown},
+      {"collective_sweep", {RunCollectiveSweep, CheckCollectiveSweep}},
+      {"spmd_vs_mpmd", {RunSpmdVsMpmd, CheckSpmdVsMpmd}},
+      {"moe_layer_breakdown", {RunMoeLayerBreakdown, CheckMoeLayerBreakdown}},
   };
   return runners;
 }
 
+const Runner& RunnerOf(const nlohmann::json& config, const std::string& config_path) {
+  if (!config.is_object() || !config.contains("experiment")) {
+    FailAt(config_path, "missing key \"experiment\"");
+  }
+  const std::string kind = AsChoice(config["experiment"], "experiment", ExperimentKinds());
+  return Runners().at(kind);
+}
+
 }  // namespace
 
+std::string RunSummary::Counts() const {
+  std::string s = std::to_string(ok) + " ok, " + std::to_string(oom) + " oom, " +
+                  std::to_string(failed) + " failed";
+  if (skipped > 0) s += ", " + std::to_string(skipped) + " skipped";
+  return s;
+}
+
+std::string RunSummary::ToString() const {
+  return std::to_string(points()) + (points() == 1 ? " point: " : " points: ") + Counts();
+}
+
+void CountPoint(RunSummary& summary, const std::string& status) {
+  if (status == kPointOk) {
+    ++summary.ok;
+  } else if (status == kPointOom) {
+    ++summary.oom;
+  } else if (status == kPointSkipped) {
+    ++summary.skipped;
+  } else {
+    ++summary.failed;
+  }
+}
 
 std::vector<std::string> ExperimentKinds() {
   std::vector<std::string> kinds;
@@ -38,19 +65,33 @@ std::vector<std::string> ExperimentKinds() {
   return kinds;
 }
 
-void RunExperimentFile(const std::string& config_path, const RunOptions& options) {
+void CheckExperimentConfig(const nlohmann::json& config, const std::string& config_path) {
+  RunnerOf(config, config_path).check(config);
+}
+
+RunSummary RunExperimentFile(const std::string& config_path, const RunOptions& options) {
   ExperimentContext ctx;
   ctx.config = ReadJsonFile(config_path);
   for (const std::string& o : options.overrides) ApplyOverride(ctx.config, o);
   ctx.config_path = config_path;
   ctx.out_dir = options.out_dir;
-  if (!ctx.config.is_object() || !ctx.config.contains("experiment")) {
-    FailAt(config_path, "missing key \"experiment\"");
+  const Runner& runner = RunnerOf(ctx.config, config_path);
+  // A config error is found before the output directory is touched.
+  runner.check(ctx.config);
+  const report::OutputDir out = report::OutputDir::Claim(ctx.out_dir, options.force);
+  try {
+    RunSummary summary = runner.run(ctx);
+    summary.experiment = ctx.config["experiment"].get<std::string>();
+    if (summary.all_failed()) {
+      out.Failed("every point failed or ran out of device memory (" + summary.ToString() + ")");
+    } else {
+      out.Done("points: " + std::to_string(summary.points()) + " (" + summary.Counts() + ")");
+    }
+    return summary;
+  } catch (const std::exception& e) {
+    out.Failed(e.what());
+    throw;
   }
-  std::vector<std::string> kinds = ExperimentKinds();
-  std::string kind = AsChoice(ctx.config["experiment"], "experiment", kinds);
-  MakeDirectories(ctx.out_dir);
-  Runners().at(kind)(ctx);
 }
 
 }  // namespace podsim::experiments

@@ -1,8 +1,10 @@
 #pragma once
 // `podsim run CONFIG --out DIR`: an experiment config names its runner in "experiment"; the
 // runner writes DIR/results.csv, DIR/results.json (which embeds the fully resolved config, so a
-// result file reproduces itself) and plots.
+// result file reproduces itself) and plots. DIR is claimed as report/output_dir.h says: its
+// status file reads "running" while the run writes and "done" (or "failed") at the end.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -11,13 +13,41 @@
 namespace podsim::experiments {
 
 struct RunOptions {
-  std::string out_dir;                 // created if missing
+  std::string out_dir;                 // created if missing; must be empty unless `force`
   std::vector<std::string> overrides;  // "path=value", applied to the config in order
+  bool force = false;                  // replace an earlier run's files in out_dir
 };
 
-// Reads the config file, applies the overrides, runs the named experiment. Throws
-// podsim::Error / ConfigError naming the file and JSON path at fault.
-void RunExperimentFile(const std::string& config_path, const RunOptions& options);
+// How the points of a run ended. A point that ran out of device memory is "oom" (its times are
+// still reported); one whose simulation raised an error is "failed" (no times; the error is in
+// results.json and results.csv). Points a runner chose not to run (MPMD over its time budget)
+// are "skipped".
+struct RunSummary {
+  std::string experiment;  // the runner
+  std::string name;        // the config's "name"
+  int64_t ok = 0;
+  int64_t oom = 0;
+  int64_t failed = 0;
+  int64_t skipped = 0;
+
+  int64_t points() const { return ok + oom + failed + skipped; }
+  // No point gave a usable result: `podsim run` exits non-zero.
+  bool all_failed() const { return points() > 0 && ok == 0; }
+  // "2 ok, 1 oom, 0 failed" (", 1 skipped" when any were).
+  std::string Counts() const;
+  // "3 points: " + Counts().
+  std::string ToString() const;
+};
+
+// Reads the config file, applies the overrides, claims the output directory, runs the named
+// experiment and marks the directory done (or failed, when an exception leaves). Throws
+// podsim::Error / ConfigError naming the file and JSON path at fault; a point that fails does
+// not stop the run but is counted in the summary.
+RunSummary RunExperimentFile(const std::string& config_path, const RunOptions& options);
+
+// Validates an experiment config (after overrides) as the runner reads it, without running
+// anything: the same ConfigErrors RunExperimentFile would raise before its first point.
+void CheckExperimentConfig(const nlohmann::json& config, const std::string& config_path);
 
 // Names of the experiment kinds `"experiment"` may take.
 std::vector<std::string> ExperimentKinds();

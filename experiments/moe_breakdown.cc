@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iostream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -103,6 +104,18 @@ struct MoeBreakdownConfig {
       c.topology_overrides = r.Value("topology_overrides");
       if (!c.topology_overrides.is_object()) {
         FailAt(r.PathOf("topology_overrides"), "must be an object");
+      }
+    }
+    // Each point's topology, checked now: a bad override or a slice with fewer cores than
+    // experts is an error before anything runs.
+    for (size_t k = 0; k < c.points.size(); ++k) {
+      const std::string path = IndexPath(r.PathOf("points"), k) + ".topology";
+      nlohmann::json t = topo::ExpandTopologyConfig(c.points[k].topology, path);
+      t.merge_patch(c.topology_overrides);
+      const topo::TopologyConfig config = topo::TopologyConfig::FromJson(t, path);
+      if (c.points[k].experts > config.NumCores()) {
+        FailAt(path, std::to_string(c.points[k].experts) + " experts need as many cores; '" +
+                         c.points[k].topology + "' has " + std::to_string(config.NumCores()));
       }
     }
     if (r.Has("sim")) {
@@ -282,17 +295,19 @@ std::vector<BreakdownRow> BreakdownRows(int64_t experts, const sim::RunResult& r
   return rows;
 }
 
-CsvTable BreakdownTable(const std::vector<BreakdownRow>& rows) {
+CsvTable BreakdownTable(const std::vector<BreakdownRow>& rows, const std::string& status) {
   CsvTable table(kBreakdownColumns);
   for (const BreakdownRow& r : rows) {
     table.AddRow({std::to_string(r.experts), r.category, CsvNumber(r.roofline_us),
                   CsvNumber(r.modelled_us), CsvNumber(r.paper_roofline_us),
-                  CsvNumber(r.paper_measured_us)});
+                  CsvNumber(r.paper_measured_us), status});
   }
   return table;
 }
 
-void RunMoeLayerBreakdown(const ExperimentContext& ctx) {
+void CheckMoeLayerBreakdown(const nlohmann::json& config) { MoeBreakdownConfig::FromJson(config); }
+
+RunSummary RunMoeLayerBreakdown(const ExperimentContext& ctx) {
   const MoeBreakdownConfig c = MoeBreakdownConfig::FromJson(ctx.config);
   std::optional<PaperBars> paper;
   if (c.reference) {
@@ -300,28 +315,48 @@ void RunMoeLayerBreakdown(const ExperimentContext& ctx) {
                           c.reference->experts, c.reference->category_map, "reference");
   }
   const sim::SimOptions base = sim::SimOptions::FromJson(c.sim, "sim");
-  std::vector<BreakdownRow> all_rows;
+  RunSummary summary;
+  summary.name = c.name;
+  CsvTable table(kBreakdownColumns);
+  // The points that gave times (ok or oom), their rows and their index in `points`.
   std::vector<std::vector<BreakdownRow>> per_point;
+  std::vector<size_t> point_index;
   nlohmann::json points = nlohmann::json::array();
   nlohmann::json resolved_models = nlohmann::json::array();
   report::Progress progress(c.name, static_cast<int64_t>(c.points.size()));
   for (const Point& pt : c.points) {
     const models::MoeLayerConfig model = c.model.Apply(pt.experts);
-    nlohmann::json topology_json = topo::ExpandTopologyConfig(pt.topology, "points.topology");
-    topology_json.merge_patch(c.topology_overrides);
-    const std::unique_ptr<topo::Topology> topology =
-        topo::LoadTopology(topology_json, "points.topology");
-    if (pt.experts > topology->num_cores()) {
-      FailAt("points", std::to_string(pt.experts) + " experts need as many cores; '" +
-                                 pt.topology + "' has " + std::to_string(topology->num_cores()));
+    resolved_models.push_back(model.ToJson());
+    sim::RunResult result;
+    try {
+      nlohmann::json topology_json = topo::ExpandTopologyConfig(pt.topology, "points.topology");
+      topology_json.merge_patch(c.topology_overrides);
+      const std::unique_ptr<topo::Topology> topology =
+          topo::LoadTopology(topology_json, "points.topology");
+      sim::SimOptions options = base;
+      options.num_partitions = pt.experts;
+      result = pipeline::SimulateMoeLayerPair(model, *topology, options);
+    } catch (const Error& e) {
+      // The point cannot be simulated (it needs more memory than this machine has, ...): the
+      // other points still run, and every output says this one failed.
+      std::cerr << c.name << ": " << pt.experts << "E failed: " << e.what() << "\n";
+      CountPoint(summary, kPointFailed);
+      table.AddRow({std::to_string(pt.experts), kTotal, "", "", "", "", kPointFailed});
+      points.push_back({{"experts", pt.experts},
+                        {"topology", pt.topology},
+                        {"status", kPointFailed},
+                        {"error", e.what()}});
+      progress.Step(std::to_string(pt.experts) + "E");
+      continue;
     }
-    sim::SimOptions options = base;
-    options.num_partitions = pt.experts;
-    const sim::RunResult result = pipeline::SimulateMoeLayerPair(model, *topology, options);
+    const std::string status = PointStatus(result);
+    CountPoint(summary, status);
     if (c.details) report::WriteResults(result, ctx.out_dir + "/" + std::to_string(pt.experts) + "E");
     std::vector<BreakdownRow> rows = BreakdownRows(pt.experts, result, paper);
-    all_rows.insert(all_rows.end(), rows.begin(), rows.end());
+    const CsvTable point_table = BreakdownTable(rows, status);
+    for (const std::vector<std::string>& row : point_table.rows()) table.AddRow(row);
     per_point.push_back(rows);
+    point_index.push_back(points.size());
     nlohmann::json cats = nlohmann::json::object();
     for (const BreakdownRow& r : rows) {
       cats[r.category] = {{"roofline_us", r.roofline_us}, {"modelled_us", r.modelled_us}};
@@ -335,36 +370,40 @@ void RunMoeLayerBreakdown(const ExperimentContext& ctx) {
                              {"mean_us", col.mean.micros()},
                              {"roofline_us", col.roofline.micros()}});
     }
-    points.push_back({{"experts", pt.experts},
-                      {"topology", pt.topology},
-                      {"status", sim::RunStatusName(result.status)},
-                      {"step_time_us", result.step_time.micros()},
-                      {"roofline_time_us", result.roofline_time.micros()},
-                      {"roofline_fraction", result.roofline_fraction},
-                      {"total_modelled_us", TotalRow(rows).modelled_us},
-                      {"total_roofline_us", TotalRow(rows).roofline_us},
-                      {"peak_memory_bytes", result.memory.peak_bytes},
-                      {"categories", cats},
-                      {"collectives", collectives}});
-    resolved_models.push_back(model.ToJson());
+    nlohmann::json point = {{"experts", pt.experts},
+                            {"topology", pt.topology},
+                            {"status", status},
+                            {"step_time_us", result.step_time.micros()},
+                            {"roofline_time_us", result.roofline_time.micros()},
+                            {"roofline_fraction", result.roofline_fraction},
+                            {"total_modelled_us", TotalRow(rows).modelled_us},
+                            {"total_roofline_us", TotalRow(rows).roofline_us},
+                            {"peak_memory_bytes", result.memory.peak_bytes},
+                            {"categories", cats},
+                            {"collectives", collectives}};
+    if (result.memory.oom) point["error"] = result.memory.message;
+    points.push_back(point);
     progress.Step(std::to_string(pt.experts) + "E");
   }
-  // Growth and AllToAll share against the baseline size.
+  // Growth and AllToAll share against the baseline size (null when the baseline failed).
   const auto base_it = std::find_if(per_point.begin(), per_point.end(), [&](const auto& rows) {
     return rows.front().experts == c.baseline_experts;
   });
-  const BreakdownRow& base_total = TotalRow(*base_it);
   for (size_t k = 0; k < per_point.size(); ++k) {
     const BreakdownRow& t = TotalRow(per_point[k]);
     const double a2a = RowModelled(per_point[k], std::string(models::kScopeDispatchCombine));
-    points[k]["total_growth_vs_baseline"] = t.modelled_us / base_total.modelled_us;
-    points[k]["total_roofline_growth_vs_baseline"] = t.roofline_us / base_total.roofline_us;
-    points[k]["alltoall_us"] = a2a;
-    points[k]["alltoall_share"] = a2a / t.modelled_us;
+    nlohmann::json& point = points[point_index[k]];
+    if (base_it != per_point.end()) {
+      point["total_growth_vs_baseline"] = t.modelled_us / TotalRow(*base_it).modelled_us;
+      point["total_roofline_growth_vs_baseline"] = t.roofline_us / TotalRow(*base_it).roofline_us;
+    }
+    point["alltoall_us"] = a2a;
+    point["alltoall_share"] = a2a / t.modelled_us;
   }
   nlohmann::json out = {{"experiment", "moe_layer_breakdown"},
                         {"name", c.name},
                         {"config", ctx.config},
+                        {"summary", summary.ToString()},
                         {"resolved", {{"sim", base.ToJson()}, {"models", resolved_models}}},
                         {"baseline_experts", c.baseline_experts},
                         {"points", points}};
@@ -378,10 +417,11 @@ void RunMoeLayerBreakdown(const ExperimentContext& ctx) {
                     {"alltoall_share_measured",
                      paper->measured.count(kTotal) ? paper_a2a / paper->measured.at(kTotal) : kNaN}};
   }
-  WriteFileAtomic(ctx.out_dir + "/results.csv", BreakdownTable(all_rows).ToString());
+  WriteFileAtomic(ctx.out_dir + "/results.csv", table.ToString());
   WriteFileAtomic(ctx.out_dir + "/bars.csv", BarsTable(per_point, paper).ToString());
   WriteJsonFile(ctx.out_dir + "/results.json", out);
-  report::RenderPlot(ctx.out_dir, "plot", PlotScript(c.name), 1200, 650);
+  if (!per_point.empty()) report::RenderPlot(ctx.out_dir, "plot", PlotScript(c.name), 1200, 650);
+  return summary;
 }
 
 }  // namespace podsim::experiments

@@ -24,7 +24,8 @@ namespace podsim::experiments {
 
 // The header of DIR/results.csv.
 inline const std::vector<std::string> kBreakdownColumns = {
-    "experts", "category", "roofline_us", "modelled_us", "paper_roofline_us", "paper_measured_us"};
+    "experts",           "category",          "roofline_us", "modelled_us",
+    "paper_roofline_us", "paper_measured_us", "status"};
 
 // The paper's bars for one size, in our category names: category -> microseconds, "total"
 // included.
@@ -59,7 +60,7 @@ struct BreakdownRow {
 std::vector<BreakdownRow> BreakdownRows(int64_t experts, const sim::RunResult& result,
                                         const std::optional<PaperBars>& paper);
 
-// Rows as results.csv cells (kBreakdownColumns).
-CsvTable BreakdownTable(const std::vector<BreakdownRow>& rows);
+// Rows as results.csv cells (kBreakdownColumns); `status` is the point's ("ok", "oom").
+CsvTable BreakdownTable(const std::vector<BreakdownRow>& rows, const std::string& status = "ok");
 
 }  // namespace podsim::experiments

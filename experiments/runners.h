@@ -2,11 +2,15 @@
 // The experiment runners `podsim run` dispatches to by the config's "experiment" key. Each
 // reads its own keys from ctx.config with JsonReader (unknown keys are errors naming the
 // JSON path), writes DIR/results.csv, DIR/results.json (embedding ctx.config as "config") and
-// its plots.
+// its plots, and returns how its points ended. Each also has a Check function that reads the
+// config as the runner does and runs nothing.
 
 #include <string>
 
 #include <nlohmann/json.hpp>
+
+#include "experiments/experiment.h"
+#include "sim/program/run_result.h"
 
 namespace podsim::experiments {
 
@@ -15,5 +19,25 @@ struct ExperimentContext {
   std::string config_path;  // for messages and for resolving relative paths
   std::string out_dir;      // exists
 };
+
+// The status cell of results.csv and the "status" of a point in results.json.
+inline constexpr const char* kPointOk = "ok";
+inline constexpr const char* kPointOom = "oom";
+inline constexpr const char* kPointFailed = "failed";
+inline constexpr const char* kPointSkipped = "skipped";
+
+// Counts a point of `status` (one of the names above) into `summary`.
+void CountPoint(RunSummary& summary, const std::string& status);
+// kPointOk or kPointOom.
+inline const char* PointStatus(const sim::RunResult& r) {
+  return r.status == sim::RunStatus::kOom ? kPointOom : kPointOk;
+}
+
+RunSummary RunCollectiveSweep(const ExperimentContext& ctx);
+RunSummary RunSpmdVsMpmd(const ExperimentContext& ctx);
+RunSummary RunMoeLayerBreakdown(const ExperimentContext& ctx);
+void CheckCollectiveSweep(const nlohmann::json& config);
+void CheckSpmdVsMpmd(const nlohmann::json& config);
+void CheckMoeLayerBreakdown(const nlohmann::json& config);
 
 }  // namespace podsim::experiments

@@ -171,9 +171,13 @@ std::string PlotScript(const std::string& mpmd_note) {
 
 }  // namespace
 
-void RunSpmdVsMpmd(const ExperimentContext& ctx) {
+void CheckSpmdVsMpmd(const nlohmann::json& config) { SpmdVsMpmdConfig::FromJson(config); }
+
+RunSummary RunSpmdVsMpmd(const ExperimentContext& ctx) {
   const SpmdVsMpmdConfig c = SpmdVsMpmdConfig::FromJson(ctx.config);
-  CsvTable table({"mode", "partitions", "instructions", "partition_seconds"});
+  RunSummary summary;
+  summary.name = c.name;
+  CsvTable table({"mode", "partitions", "instructions", "partition_seconds", "status"});
   CsvTable spmd_series({"partitions", "instructions", "partition_seconds"});
   CsvTable mpmd_series({"partitions", "instructions", "partition_seconds"});
   nlohmann::json points = nlohmann::json::array();
@@ -185,8 +189,9 @@ void RunSpmdVsMpmd(const ExperimentContext& ctx) {
   for (int64_t d : c.partitions) {
     const std::unique_ptr<ir::Module> stack = models::BuildMoeStack(c.Model(d), c.layer_pairs);
     Point s = RunSpmd(*stack, d, c.repetitions);
-    table.AddRow(
-        {"spmd", std::to_string(d), std::to_string(s.instructions), CsvNumber(s.seconds)});
+    table.AddRow({"spmd", std::to_string(d), std::to_string(s.instructions),
+                  CsvNumber(s.seconds), kPointOk});
+    CountPoint(summary, kPointOk);
     spmd_series.AddRow({std::to_string(d), std::to_string(s.instructions), CsvNumber(s.seconds)});
     s.json.update({{"mode", "spmd"},
                    {"partitions", d},
@@ -216,8 +221,9 @@ void RunSpmdVsMpmd(const ExperimentContext& ctx) {
       bool complete = true;
       Point m = RunMpmd(*stack, d, c.repetitions, c.mpmd_time_budget_seconds, &complete);
       if (complete) {
-        table.AddRow(
-            {"mpmd", std::to_string(d), std::to_string(m.instructions), CsvNumber(m.seconds)});
+        table.AddRow({"mpmd", std::to_string(d), std::to_string(m.instructions),
+                      CsvNumber(m.seconds), kPointOk});
+        CountPoint(summary, kPointOk);
         mpmd_series.AddRow(
             {std::to_string(d), std::to_string(m.instructions), CsvNumber(m.seconds)});
         m.json.update({{"mode", "mpmd"},
@@ -238,6 +244,8 @@ void RunSpmdVsMpmd(const ExperimentContext& ctx) {
     if (!reason.empty()) {
       mpmd_stopped = true;
       skipped.push_back({{"partitions", d}, {"reason", reason}});
+      table.AddRow({"mpmd", std::to_string(d), "", "", kPointSkipped});
+      CountPoint(summary, kPointSkipped);
       std::cerr << c.name << ": MPMD at D=" << d << " skipped: " << reason << "\n";
     }
     progress.Step("mpmd D=" + std::to_string(d));
@@ -248,6 +256,7 @@ void RunSpmdVsMpmd(const ExperimentContext& ctx) {
   WriteJsonFile(ctx.out_dir + "/results.json", {{"experiment", "spmd_vs_mpmd"},
                                                 {"name", c.name},
                                                 {"config", ctx.config},
+                                                {"summary", summary.ToString()},
                                                 {"points", points},
                                                 {"mpmd_skipped", skipped}});
   std::string note;
@@ -256,6 +265,7 @@ void RunSpmdVsMpmd(const ExperimentContext& ctx) {
            ": over its time budget of " + CsvNumber(c.mpmd_time_budget_seconds) + " s)";
   }
   report::RenderPlot(ctx.out_dir, "plot", PlotScript(note), 1400, 600);
+  return summary;
 }
 
 }  // namespace podsim::experiments

@@ -29,7 +29,10 @@ bool RenderPlot(const std::string& dir, const std::string& name, const std::stri
   for (const auto& [terminal, output] : terminals) {
     // gnuplot runs in DIR (the data paths inside the script are relative to it), with an argv:
     // no shell sees the directory or file names. Its output goes to DIR/NAME.log.
-    const std::string setup = "set terminal " + terminal + "; set output '" + output + "'";
+    // gnuplot writes NAME.png.tmp, renamed when it has finished: a killed run never leaves a
+    // torn image under the final name.
+    const std::string partial = output + ".tmp";
+    const std::string setup = "set terminal " + terminal + "; set output '" + partial + "'";
     const std::string script_file = name + ".gp";
     const std::string log_file = dir + "/" + name + ".log";
     posix_spawn_file_actions_t actions;
@@ -59,9 +62,13 @@ bool RenderPlot(const std::string& dir, const std::string& name, const std::stri
       std::cerr << "plot " << name << ": gnuplot failed (is gnuplot installed? setup.sh installs "
                 << "gnuplot-nox)" << (log.empty() ? "\n" : ":\n" + log);
       std::remove(log_file.c_str());
+      std::remove((dir + "/" + partial).c_str());
       return false;
     }
     std::remove(log_file.c_str());
+    if (std::rename((dir + "/" + partial).c_str(), (dir + "/" + output).c_str()) != 0) {
+      throw Error("cannot rename '" + dir + "/" + partial + "' to " + output);
+    }
   }
   return true;
 }

@@ -189,6 +189,14 @@ std::vector<bool> TopologyConfig::ResolvedWraparound() const {
   return std::vector<bool>(dims.size(), kind == "torus");
 }
 
+int64_t TopologyConfig::NumCores() const {
+  int64_t chips = is_grid() ? 1 : num_chips;
+  if (is_grid()) {
+    for (int64_t d : dims) chips *= d;
+  }
+  return chips * cores_per_chip;
+}
+
 std::string TopologyConfig::ResolvedName() const {
   if (!name.empty()) return name;
   if (!is_grid()) return "custom-" + std::to_string(num_chips);

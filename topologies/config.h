@@ -71,6 +71,8 @@ struct TopologyConfig {
   bool is_grid() const { return kind == "torus" || kind == "mesh"; }
   // wraparound with the kind's default filled in (one entry per dimension).
   std::vector<bool> ResolvedWraparound() const;
+  // Chips x cores per chip of a validated config (bounded by Validate, no overflow).
+  int64_t NumCores() const;
   // name, or the derived name when empty.
   std::string ResolvedName() const;
 };

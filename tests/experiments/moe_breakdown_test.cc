@@ -65,14 +65,15 @@ TEST_CASE("moe_layer_breakdown writes the promised results.csv and results.json"
   const auto rows = ReadCsv(options.out_dir + "/results.csv");
   REQUIRE(rows.size() == 1 + 2 * 8);  // header, then 7 categories + total per size
   CHECK(rows[0] == std::vector<std::string>{"experts", "category", "roofline_us", "modelled_us",
-                                            "paper_roofline_us", "paper_measured_us"});
+                                            "paper_roofline_us", "paper_measured_us", "status"});
   for (int size = 0; size < 2; ++size) {
     const std::string experts = size == 0 ? "4" : "8";
     double roofline_sum = 0, modelled_sum = 0;
     for (size_t k = 0; k < 7; ++k) {
       const auto& r = rows[1 + 8 * size + k];
-      REQUIRE(r.size() == 6);
+      REQUIRE(r.size() == 7);
       CHECK(r[0] == experts);
+      CHECK(r[6] == "ok");
       CHECK(r[1] == std::string(models::kFigure8Scopes[k]));  // legend order
       roofline_sum += std::stod(r[2]);
       modelled_sum += std::stod(r[3]);

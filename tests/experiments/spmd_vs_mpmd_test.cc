@@ -164,9 +164,10 @@ TEST_CASE("the spmd_vs_mpmd experiment writes its table, json and plot; MPMD obe
     std::ofstream(path) << config.dump();
     RunOptions options;
     options.out_dir = dir + "/out";
-    RunExperimentFile(path, options);
+    options.force = true;  // the second budget replaces the first one's results
+    const RunSummary summary = RunExperimentFile(path, options);
     const std::string csv = ReadText(dir + "/out/results.csv");
-    CHECK(csv.rfind("mode,partitions,instructions,partition_seconds\n", 0) == 0);
+    CHECK(csv.rfind("mode,partitions,instructions,partition_seconds,status\n", 0) == 0);
     CHECK(csv.find("spmd,2,") != std::string::npos);
     CHECK(csv.find("spmd,4,") != std::string::npos);
     const nlohmann::json results = nlohmann::json::parse(ReadText(dir + "/out/results.json"));
@@ -174,8 +175,15 @@ TEST_CASE("the spmd_vs_mpmd experiment writes its table, json and plot; MPMD obe
     if (budget > 1) {
       CHECK(csv.find("mpmd,4,") != std::string::npos);
       CHECK(results["mpmd_skipped"].empty());
-    } else {  // the first MPMD point runs out of time: no MPMD rows, and the reason
-      CHECK(csv.find("mpmd") == std::string::npos);
+      CHECK(summary.ok == 4);
+      CHECK(summary.skipped == 0);
+    } else {  // the first MPMD point runs out of time: MPMD rows say skipped, and the reason
+      CHECK(csv.find("mpmd,2,,,skipped\nspmd,4,") != std::string::npos);
+      CHECK(csv.find("mpmd,4,,,skipped\n") != std::string::npos);
+      CHECK(summary.ok == 2);
+      CHECK(summary.skipped == 2);
+      CHECK(!summary.all_failed());
+      CHECK(summary.ToString() == "4 points: 2 ok, 0 oom, 0 failed, 2 skipped");
       REQUIRE(results["mpmd_skipped"].size() == 2);
       CHECK(results["mpmd_skipped"][0]["reason"].get<std::string>().find("stopped after") == 0);
     }

@@ -1,0 +1,91 @@
+// How the points of a run ended: a point that cannot run is "failed" in results.csv, in
+// results.json and in the status file, the other points still run, and a run in which no point
+// gave a result reports it (podsim run then exits non-zero).
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "base/io.h"
+#include "experiments/experiment.h"
+
+namespace podsim::experiments {
+namespace {
+
+namespace fs = std::filesystem;
+
+// An all-reduce of 1 MiB on 4 of the 8 cores of a v3-8 (runs), and on 64 (cannot: the slice
+// has 8 cores).
+nlohmann::json Sweep(std::vector<int64_t> partitions) {
+  nlohmann::json slices = nlohmann::json::array();
+  for (int64_t p : partitions) slices.push_back({{"partitions", p}, {"topology", "tpu-v3-8"}});
+  return {{"experiment", "collective_sweep"},
+          {"name", "status_test"},
+          {"collectives", {"all-reduce"}},
+          {"payloads", {"1MiB"}},
+          {"slices", slices}};
+}
+
+RunSummary RunConfig(const nlohmann::json& config, const std::string& dir) {
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir + "/config.json") << config.dump();
+  RunOptions options;
+  options.out_dir = dir + "/out";
+  return RunExperimentFile(dir + "/config.json", options);
+}
+
+TEST_CASE("a failed point is reported in every output, the others still run") {
+  const std::string dir = (fs::temp_directory_path() / "podsim_point_status").string();
+  const RunSummary s = RunConfig(Sweep({4, 64}), dir);
+  CHECK(s.ok == 1);
+  CHECK(s.failed == 1);
+  CHECK(s.oom == 0);
+  CHECK(!s.all_failed());
+  CHECK(s.ToString() == "2 points: 1 ok, 0 oom, 1 failed");
+
+  const std::string csv = ReadFile(dir + "/out/results.csv");
+  CHECK(csv.rfind("collective,payload_bytes,partitions,topology,status,time_us,paper_us,error\n",
+                  0) == 0);
+  CHECK(csv.find("\nall-reduce,1048576,4,tpu-v3-8,ok,") != std::string::npos);
+  CHECK(csv.find("\nall-reduce,1048576,64,tpu-v3-8,failed,,,") != std::string::npos);
+  CHECK(csv.find("exceeds the 8 cores of tpu-v3-8") != std::string::npos);
+
+  const nlohmann::json j = nlohmann::json::parse(ReadFile(dir + "/out/results.json"));
+  REQUIRE(j["points"].size() == 2);
+  CHECK(j["points"][0]["status"] == "ok");
+  CHECK(j["points"][0]["time_us"].get<double>() > 0);
+  CHECK(j["points"][1]["status"] == "failed");
+  CHECK(j["points"][1]["error"].get<std::string>().find("exceeds the 8 cores") !=
+        std::string::npos);
+  CHECK(j["summary"] == "2 points: 1 ok, 0 oom, 1 failed");
+  CHECK(ReadFile(dir + "/out/status") == "status: done\npoints: 2 (1 ok, 0 oom, 1 failed)\n");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a run in which every point failed says so in its status file") {
+  const std::string dir = (fs::temp_directory_path() / "podsim_point_status_all").string();
+  const RunSummary s = RunConfig(Sweep({64}), dir);
+  CHECK(s.all_failed());
+  CHECK(ReadFile(dir + "/out/status") ==
+        "status: failed\nerror: every point failed or ran out of device memory (1 point: 0 ok, "
+        "0 oom, 1 failed)\n");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a config error is raised before the output directory is touched") {
+  const std::string dir = (fs::temp_directory_path() / "podsim_point_status_bad").string();
+  nlohmann::json c = Sweep({4});
+  c["topology_overrides"] = {{"hop_latency_us", -1}};
+  CHECK_THROWS_WITH_AS(RunConfig(c, dir),
+                       doctest::Contains("slices[0].topology.hop_latency_us: must be"),
+                       ConfigError);
+  CHECK(!fs::exists(dir + "/out"));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace podsim::experiments
