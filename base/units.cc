@@ -13,6 +13,13 @@ void Time::ThrowOutOfRange(double ps) {
   throw Error("time of " + FormatG(ps * 1e-12) + " s is out of range (at most about 1e7 s, 106 days)");
 }
 
+void Time::ThrowOverflow(const char* op, int64_t a, int64_t b) {
+  const bool time_times_count = std::string(op) == "*";
+  throw Error("time out of range: " + FormatG(static_cast<double>(a) * 1e-12) + " s " + op + " " +
+              (time_times_count ? std::to_string(b) : FormatG(static_cast<double>(b) * 1e-12) + " s") +
+              " leaves the picosecond clock's range (about 1e7 s, 106 days)");
+}
+
 Time TransferTime(Bytes b, BytesPerSecond r) {
   if (b.value < 0) throw Error("TransferTime: negative byte count " + std::to_string(b.value));
   if (!(r.value > 0) || !std::isfinite(r.value)) {
@@ -23,6 +30,11 @@ Time TransferTime(Bytes b, BytesPerSecond r) {
   // long double keeps 64 mantissa bits: b * 1e12 is exact below ~1.8e7 bytes and within 1e-19
   // relative above, so ceil() does not add a spurious picosecond to exact results.
   const long double ps = static_cast<long double>(b.value) * 1e12L / static_cast<long double>(r.value);
+  if (!(ps < 9.2e18L)) {
+    throw Error("a transfer of " + std::to_string(b.value) + " bytes at " + FormatG(r.value) +
+                " B/s takes " + FormatG(static_cast<double>(ps * 1e-12L)) +
+                " s: out of the picosecond clock's range (about 1e7 s, 106 days)");
+  }
   return Time::Picos(static_cast<int64_t>(std::ceil(ps)));
 }
 

@@ -27,27 +27,33 @@ class Time {
   constexpr double micros() const { return static_cast<double>(ps_) * 1e-6; }
 
   constexpr auto operator<=>(const Time&) const = default;
-  constexpr Time operator+(Time o) const { return Time(ps_ + o.ps_); }
-  constexpr Time operator-(Time o) const { return Time(ps_ - o.ps_); }
-  constexpr Time& operator+=(Time o) {
-    ps_ += o.ps_;
-    return *this;
+  // Sums, differences and multiples are checked: one that leaves the int64 picosecond range
+  // (a loop of 1e18 trips, a transfer of years) throws podsim::Error instead of wrapping.
+  constexpr Time operator+(Time o) const {
+    int64_t r = 0;
+    if (__builtin_add_overflow(ps_, o.ps_, &r)) ThrowOverflow("+", ps_, o.ps_);
+    return Time(r);
   }
-  constexpr Time& operator-=(Time o) {
-    ps_ -= o.ps_;
-    return *this;
+  constexpr Time operator-(Time o) const {
+    int64_t r = 0;
+    if (__builtin_sub_overflow(ps_, o.ps_, &r)) ThrowOverflow("-", ps_, o.ps_);
+    return Time(r);
   }
+  constexpr Time& operator+=(Time o) { return *this = *this + o; }
+  constexpr Time& operator-=(Time o) { return *this = *this - o; }
   // n back-to-back copies of this duration.
-  friend constexpr Time operator*(Time t, int64_t n) { return Time(t.ps_ * n); }
-  friend constexpr Time operator*(int64_t n, Time t) { return Time(t.ps_ * n); }
+  friend constexpr Time operator*(Time t, int64_t n) {
+    int64_t r = 0;
+    if (__builtin_mul_overflow(t.ps_, n, &r)) ThrowOverflow("*", t.ps_, n);
+    return Time(r);
+  }
+  friend constexpr Time operator*(int64_t n, Time t) { return t * n; }
   // One of n equal parts of this duration, rounded toward zero; n != 0.
   constexpr Time operator/(int64_t n) const { return Time(ps_ / n); }
   // How many whole `d` fit in this duration (toward zero); d != 0.
   constexpr int64_t operator/(Time d) const { return ps_ / d.ps_; }
   // This duration times a real factor, to the nearest picosecond (halves away from zero).
-  Time Scaled(double factor) const {
-    return Time(static_cast<int64_t>(std::llround(static_cast<double>(ps_) * factor)));
-  }
+  Time Scaled(double factor) const { return Time(RoundPs(static_cast<double>(ps_) * factor)); }
   // The smallest multiple of `unit` that is >= this; unit > 0.
   constexpr Time Ceil(Time unit) const {
     const int64_t q = ps_ / unit.ps_, r = ps_ % unit.ps_;
@@ -63,6 +69,7 @@ class Time {
     return static_cast<int64_t>(ps < 0 ? ps - 0.5 : ps + 0.5);
   }
   [[noreturn]] static void ThrowOutOfRange(double ps);
+  [[noreturn]] static void ThrowOverflow(const char* op, int64_t a, int64_t b);
 
   int64_t ps_ = 0;
 };

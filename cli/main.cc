@@ -2,6 +2,7 @@
 
 #include <exception>
 #include <functional>
+#include <new>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -55,6 +56,13 @@ int main(int argc, char** argv) {
     if (name != c.name) continue;
     try {
       return c.run(args);
+    } catch (const std::bad_alloc&) {
+      // The estimates before large allocations (base/memory.h) should catch this first; an
+      // allocation they do not cover still ends in a sentence, not in "std::bad_alloc".
+      std::cerr << "podsim " << name << ": error: out of memory: the input asks for more memory "
+                   "than this machine has (a smaller pod, fewer partitions or a smaller "
+                   "module may fit)\n";
+      return 1;
     } catch (const boost::program_options::error& e) {
       std::cerr << "podsim " << name << ": error: " << e.what() << " (see podsim " << name
                 << " --help)\n";

@@ -27,7 +27,9 @@ void FlattenJson(const nlohmann::json& j, const ir::Shape& shape, size_t dim,
       out.push_back(ir::RoundToDType(j.get<double>(), shape.dtype));
     } else if (j.is_string() && (j == "inf" || j == "-inf" || j == "nan")) {
       std::string s = j.get<std::string>();
-      out.push_back(s == "nan" ? std::nan("") : (s == "inf" ? HUGE_VAL : -HUGE_VAL));
+      // Rounded like a number: an s32 or pred value never holds NaN or infinity.
+      out.push_back(ir::RoundToDType(s == "nan" ? std::nan("") : (s == "inf" ? HUGE_VAL : -HUGE_VAL),
+                                     shape.dtype));
     } else {
       throw Error(where + ": expected a number, got " + j.dump());
     }
@@ -88,8 +90,7 @@ nlohmann::json LiteralToJson(const ir::Literal& literal) {
 ir::Literal LiteralFromJson(const nlohmann::json& json, const ir::Shape& shape,
                             const std::string& where) {
   if (shape.is_tuple) throw Error(where + ": tuple-shaped inputs are not supported");
-  std::vector<double> values;
-  values.reserve(shape.NumElements());
+  std::vector<double> values;  // grows with the JSON given, not with what the shape claims
   FlattenJson(json, shape, 0, where, values);
   return ir::Literal(shape, std::move(values));
 }

@@ -4,6 +4,9 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <string>
+
+#include "base/memory.h"
 
 namespace podsim::ir {
 
@@ -13,7 +16,12 @@ Literal Literal::Zeros(const Shape& shape) {
   if (shape.is_tuple) {
     for (const Shape& e : shape.tuple_shapes) l.elements.push_back(Zeros(e));
   } else {
-    l.values.assign(shape.NumElements(), 0.0);
+    const int64_t n = shape.NumElements();
+    // The interpreter holds every element as a double, whatever the dtype.
+    RequireMemory(static_cast<double>(n) * sizeof(double),
+                  "a " + shape.ToString() + " value (" + std::to_string(n) +
+                      " elements held as doubles by the interpreter)");
+    l.values.assign(static_cast<size_t>(n), 0.0);
   }
   return l;
 }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "base/config.h"
+#include "base/memory.h"
 
 // GCC 12 reports a false -Wmaybe-uninitialized inside Boost.Graph's adjacency_list edge
 // iterator (a boost::optional) when dijkstra_shortest_paths is instantiated; silence it for
@@ -141,7 +142,15 @@ std::vector<int64_t> ShortestPathRouter::HopsTo(int64_t dst) const {
   return hops;
 }
 
+void ShortestPathRouter::RequireAllTables() const {
+  const double chips = static_cast<double>(num_chips_);
+  RequireMemory(chips * chips * sizeof(int32_t),
+                "the next-hop tables of all " + std::to_string(num_chips_) +
+                    " chips (for the diameter and mean hops)");
+}
+
 int64_t ShortestPathRouter::Diameter() const {
+  RequireAllTables();
   int64_t diameter = 0;
   for (int64_t dst = 0; dst < num_chips_; ++dst) {
     for (int64_t h : HopsTo(dst)) diameter = std::max(diameter, h);
@@ -151,6 +160,7 @@ int64_t ShortestPathRouter::Diameter() const {
 
 double ShortestPathRouter::MeanHops() const {
   if (num_chips_ < 2) return 0;
+  RequireAllTables();
   double total = 0;
   for (int64_t dst = 0; dst < num_chips_; ++dst) {
     for (int64_t h : HopsTo(dst)) total += static_cast<double>(std::max<int64_t>(h, 0));

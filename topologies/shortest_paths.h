@@ -40,6 +40,8 @@ class ShortestPathRouter {
   std::vector<int64_t> Distances(int64_t dst) const;
   // next[chip] = the link to take from chip towards dst (-1 at dst or when unreachable).
   const std::vector<int32_t>& NextHops(int64_t dst) const;
+  // RequireMemory for every table (Diameter and MeanHops build them all).
+  void RequireAllTables() const;
   // Route lengths of every chip to dst.
   std::vector<int64_t> HopsTo(int64_t dst) const;
 

@@ -4,6 +4,8 @@
 #include <string>
 
 #include "base/error.h"
+#include "base/format.h"
+#include "base/memory.h"
 #include "sim/collectives/algorithms_internal.h"
 #include "sim/collectives/group_geometry.h"
 
@@ -113,6 +115,7 @@ Schedule BuildSchedule(const CollectiveSpec& spec, const topo::Topology& topolog
   }
 
   const internal::BuildContext context{spec, topology, options, groups};
+  // Algorithm names are checked above; each builder estimates its size before allocating.
   if (algorithm == "ring") {
     internal::BuildRing(context, /*bidirectional=*/false, schedule);
   } else if (algorithm == "ring-bidir") {
@@ -127,4 +130,24 @@ Schedule BuildSchedule(const CollectiveSpec& spec, const topo::Topology& topolog
   return schedule;
 }
 
+namespace internal {
+
+void RequireScheduleMemory(const BuildContext& context, const char* algorithm, double transfers,
+                           double segments) {
+  // A transfer carries about two dependency entries; the executor keeps about as much again
+  // per transfer (its index, ready lists and per-transfer times), hence the factor 2.
+  const double per_transfer = sizeof(ChunkTransfer) + 2 * sizeof(int32_t);
+  const double bytes = 2 * (transfers * per_transfer + segments * sizeof(Segment));
+  size_t largest = 0;
+  for (const auto& g : context.groups) largest = std::max(largest, g.size());
+  RequireMemory(bytes, std::string("the ") + algorithm + " " +
+                           CollectiveKindName(context.spec.kind) + " over " +
+                           std::to_string(context.groups.size()) + " group(s) of up to " +
+                           std::to_string(largest) + " partitions (an estimated " +
+                           FormatG(transfers, 3) + " transfers" +
+                           (segments > 0 ? " and " + FormatG(segments, 3) + " segments" : "") +
+                           ", simulated one by one)");
+}
+
+}  // namespace internal
 }  // namespace podsim::sim

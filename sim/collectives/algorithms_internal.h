@@ -39,6 +39,13 @@ void RingAllGather(ScheduleBuilder& builder, const std::vector<int64_t>& ring,
 
 // Algorithm builders (one per file). Each throws podsim::Error naming the field when it does not
 // apply.
+// Called by each builder before it allocates: `transfers` and `segments` are its estimates
+// (upper bounds) of what the schedule will hold. Throws podsim::Error naming the collective,
+// its group size and the estimate when the schedule and the executor's state for it would not
+// fit this machine's memory (base/memory.h), instead of a std::bad_alloc half-way.
+void RequireScheduleMemory(const BuildContext& context, const char* algorithm, double transfers,
+                           double segments = 0);
+
 void BuildRing(const BuildContext& context, bool bidirectional, Schedule& schedule);
 void BuildTorus(const BuildContext& context, Schedule& schedule);
 void BuildDirect(const BuildContext& context, Schedule& schedule);

@@ -174,6 +174,17 @@ class StagedGroupBuilder {
 
 void BuildAllToAllStaged(const BuildContext& context, Schedule& schedule) {
   const std::vector<BoxGroup> boxes = RequireBoxGroups(context, "dim-staged", "", "direct");
+  // Per stage t, each of the G members sends size_t messages plus two joins; a message holds at
+  // most one segment per block it carries, and a member carries G blocks per stage.
+  double transfers = 0, segments = 0;
+  for (const BoxGroup& box : boxes) {
+    const double g = static_cast<double>(box.size());
+    for (const GroupAxis& axis : box.axes) {
+      transfers += g * (static_cast<double>(axis.size) + 2);
+      segments += g * g;
+    }
+  }
+  RequireScheduleMemory(context, "dim-staged", transfers, segments);
   schedule.scratch_elements.assign(static_cast<size_t>(schedule.num_partitions), 0);
   ScheduleBuilder builder(schedule, /*track=*/false);
   std::string stages;

@@ -30,9 +30,13 @@ void BuildDirect(const BuildContext& context, Schedule& schedule) {
         "receive nothing output zeros";
     return;
   }
-  size_t total = 0;
-  for (const auto& group : context.groups) total += group.size() * group.size();
-  schedule.transfers.reserve(total * (kind == CollectiveKind::kAllReduce ? 2 : 1));
+  double total = 0;
+  for (const auto& group : context.groups) {
+    total += static_cast<double>(group.size()) * static_cast<double>(group.size());
+  }
+  total *= kind == CollectiveKind::kAllReduce ? 2 : 1;
+  RequireScheduleMemory(context, "direct", total);
+  schedule.transfers.reserve(static_cast<size_t>(total));
   for (const std::vector<int64_t>& group : context.groups) {
     const int64_t g = static_cast<int64_t>(group.size());
     switch (kind) {

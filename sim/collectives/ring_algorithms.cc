@@ -131,11 +131,13 @@ void BuildRing(const BuildContext& context, bool bidirectional, Schedule& schedu
   const int64_t n = context.spec.elements;
   const int chunks = context.options.chunks;
   const CollectiveKind kind = context.spec.kind;
-  size_t estimate = 0;  // per member: 2(G-1) steps x 2 directions x chunks, plus two local copies
+  double estimate = 0;  // per member: 2(G-1) steps x 2 directions x chunks, plus two local copies
   for (const auto& group : context.groups) {
-    estimate += group.size() * (4 * (group.size() - 1) * static_cast<size_t>(chunks) + 2);
+    const double g = static_cast<double>(group.size());
+    estimate += g * (4 * (g - 1) * chunks + 2);
   }
-  schedule.transfers.reserve(estimate);
+  RequireScheduleMemory(context, bidirectional ? "ring-bidir" : "ring", estimate);
+  schedule.transfers.reserve(static_cast<size_t>(estimate));
   ScheduleBuilder builder(schedule, /*track=*/false);
   if (kind == CollectiveKind::kReduceScatter) {
     schedule.scratch_elements.assign(static_cast<size_t>(schedule.num_partitions), 0);

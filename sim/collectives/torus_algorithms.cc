@@ -276,7 +276,7 @@ void BuildTorus(const BuildContext& context, Schedule& schedule) {
   }
   // Upper bound on the transfers: per member, rotation and axis, (s - 1) steps x 2 directions x
   // chunks, for each of the reduce-scatter and all-gather phases, plus two local copies.
-  size_t estimate = 0;
+  double estimate = 0;
   for (const BoxGroup& box : boxes) {
     int64_t steps = 0, rotations = 0;
     for (const GroupAxis& axis : box.axes) {
@@ -284,10 +284,11 @@ void BuildTorus(const BuildContext& context, Schedule& schedule) {
       if (axis.dim >= 0) ++rotations;
     }
     rotations = std::max<int64_t>(1, rotations);
-    estimate += static_cast<size_t>(box.size() *
-                                    (4 * steps * rotations * context.options.chunks + 2));
+    estimate += static_cast<double>(box.size()) *
+                (4.0 * static_cast<double>(steps * rotations) * context.options.chunks + 2);
   }
-  schedule.transfers.reserve(estimate);
+  RequireScheduleMemory(context, "torus", estimate);
+  schedule.transfers.reserve(static_cast<size_t>(estimate));
   ScheduleBuilder builder(schedule, /*track=*/true);
   std::string phases;
   for (size_t g = 0; g < context.groups.size(); ++g) {

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "base/format.h"
 #include "base/pod_vector.h"
 #include "sim/network/flow_end_queue.h"
 #include "sim/network/maxmin.h"
@@ -78,6 +79,7 @@ class FlowNetwork::Impl {
   // The class of the batch with this path and size per flow, created if not found.
   int32_t FindOrCreateClass(const std::vector<int64_t>& path, int64_t bytes, int64_t dst_core);
   void SubflowDone(TransferId id, int32_t slot, int64_t done_ps);
+  void CheckClockRange(int64_t t, double remaining) const;
   // Moves the pending batch into the active set and refills all rates at the batch time.
   void Flush();
   // Earliest end of an active class's data; INT64_MAX when none.
@@ -223,6 +225,21 @@ int32_t FlowNetwork::Impl::FindOrCreateClass(const std::vector<int64_t>& path, i
   ++stats_.classes;
   if (slot != nullptr) *slot = Recent{static_cast<uint32_t>(h >> 32), c};
   return last_class_ = last_for_dst = c;
+}
+
+// A class whose rate puts its end beyond kFarFuturePs: a real transfer that long (more than
+// 46 days) is an error, since its end cannot be represented; a rounding residue of a rate is
+// not (it is refilled when its neighbours end).
+void FlowNetwork::Impl::CheckClockRange(int64_t t, double remaining) const {
+  const double fastest = *std::max_element(capacity_.begin(), capacity_.end());
+  const double best_ps = remaining / fastest * kPsPerSecond;
+  if (static_cast<double>(t) + best_ps >= kFarFuturePs) {
+    throw Error("flow network: " + FormatG(remaining) + " bytes still to send at " +
+                FormatG(static_cast<double>(t) * 1e-12) + " s need at least " +
+                FormatG(best_ps * 1e-12) + " s even at the fastest link's " + FormatG(fastest) +
+                " B/s: beyond the picosecond clock's range (" + FormatG(kFarFuturePs * 1e-12) +
+                " s)");
+  }
 }
 
 void FlowNetwork::Impl::SubflowDone(TransferId id, int32_t slot, int64_t done_ps) {
@@ -442,6 +459,7 @@ void FlowNetwork::Impl::Refill(int64_t t, bool all) {
     starved |= !(rate > 0);
     // A class that has not ended has a true end > t: at least one picosecond on.
     const double ps = rate > 0 ? std::ceil(k.remaining / rate * kPsPerSecond) : kFarFuturePs;
+    if (ps >= kFarFuturePs && rate > 0) CheckClockRange(t, k.remaining);
     const int64_t duration = std::max<int64_t>(1, static_cast<int64_t>(std::min(ps, kFarFuturePs)));
     k.end_ps = duration < std::numeric_limits<int64_t>::max() - t ? t + duration : std::numeric_limits<int64_t>::max() - 1;
   }

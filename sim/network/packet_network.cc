@@ -108,7 +108,8 @@ void PacketNetwork::OnArrive(int32_t packet_index, int64_t now_ps) {
   const int64_t start = std::max(now_ps, free_ps_[l]);
   // Store-and-forward: tail_ps == now_ps <= start. Cut-through: the link cannot send the tail
   // before it has arrived.
-  const int64_t end = std::max(start + serialise, packet.tail_ps);
+  // Time arithmetic is checked: a queue that grows past the clock's range throws, not wraps.
+  const int64_t end = std::max((Time::Picos(start) + Time::Picos(serialise)).picos(), packet.tail_ps);
   free_ps_[l] = end;
   link_bytes_[l] += static_cast<double>(packet.bytes);
   link_busy_ps_[l] += serialise;
@@ -116,13 +117,15 @@ void PacketNetwork::OnArrive(int32_t packet_index, int64_t now_ps) {
   // Inject may grow packets_: refer to the packet by index from here on.
   Packet& moved = packets_[static_cast<size_t>(packet_index)];
   const int64_t flight = latency_[l];
-  moved.tail_ps = end + flight;
+  moved.tail_ps = (Time::Picos(end) + Time::Picos(flight)).picos();
   if (moved.hop + 1 < static_cast<int32_t>(streams_[static_cast<size_t>(moved.stream)].links.size())) {
     ++moved.hop;
-    const int64_t head = options_.switching == PacketSwitching::kCutThrough ? start + flight : end + flight;
+    const int64_t head = options_.switching == PacketSwitching::kCutThrough
+                             ? (Time::Picos(start) + Time::Picos(flight)).picos()
+                             : moved.tail_ps;
     Push(head, EventKind::kArrive, packet_index);
   } else {
-    Push(end + flight, EventKind::kDeliver, packet_index);
+    Push(moved.tail_ps, EventKind::kDeliver, packet_index);
   }
 }
 

@@ -9,6 +9,7 @@
 #include "base/config.h"
 #include "base/error.h"
 #include "base/io.h"
+#include "base/memory.h"
 #include "base/units.h"
 
 namespace podsim {
@@ -42,6 +43,32 @@ TEST_CASE("a time beyond int64 picoseconds is an error, not a wrapped value") {
   CHECK_THROWS_AS(Time::FromSeconds(-1e8), Error);
   CHECK_THROWS_AS(Time::FromSeconds(std::nan("")), Error);
   CHECK(Time::FromSeconds(1e6).picos() == 1'000'000'000'000'000'000);  // 1e6 s still fits
+}
+
+TEST_CASE("Time arithmetic that leaves the int64 picosecond range throws") {
+  CHECK_THROWS_WITH_AS(Time::Max() + Time::Picos(1), doctest::Contains("leaves the picosecond clock's range"), Error);
+  CHECK_THROWS_AS(Time::Picos(-5) - Time::Max(), Error);
+  // A loop of 1e13 trips of 1 s: 1e25 ps.
+  CHECK_THROWS_WITH_AS(Time::FromSeconds(1) * int64_t{10000000000000},
+                       doctest::Contains("1 s * 10000000000000"), Error);
+  CHECK_THROWS_AS(Time::FromSeconds(1).Scaled(1e30), Error);
+  Time t = Time::Max() - Time::Picos(1);
+  CHECK_THROWS_AS(t += Time::Picos(2), Error);
+  // In range: exact.
+  CHECK((Time::FromSeconds(1) * int64_t{1000000}).picos() == 1000000000000000000);
+  // 1 GiB at 1 B/s = 1.07e9 s.
+  CHECK_THROWS_WITH_AS(TransferTime(Bytes{int64_t{1} << 30}, BytesPerSecond{1}),
+                       doctest::Contains("out of the picosecond clock's range"), Error);
+  CHECK(TransferTime(Bytes{1000}, BytesPerSecond{1}).picos() == 1000000000000000);
+}
+
+TEST_CASE("RequireMemory refuses what this machine cannot hold, naming what asked") {
+  CHECK(MemoryBudgetBytes() > (uint64_t{1} << 20));
+  RequireMemory(1 << 20, "a small table");  // no throw
+  CHECK_THROWS_WITH_AS(RequireMemory(1e30, "the test's table"),
+                       doctest::Contains("the test's table needs "), Error);
+  CHECK_THROWS_WITH_AS(RequireMemory(std::nan(""), "a NaN estimate"),
+                       doctest::Contains("this machine allows"), Error);
 }
 
 }  // namespace
