@@ -238,7 +238,8 @@ nlohmann::json ParseJson(const std::string& text, const std::string& what) {
       };
   try {
     return nlohmann::json::parse(text, limit_depth);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error, or out_of_range for a number beyond double (1e999).
     throw ConfigError(what + ": invalid JSON: " + e.what());
   }
 }

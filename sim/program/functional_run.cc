@@ -144,9 +144,8 @@ double UnitRoundoff(ir::DType t) {
 
 class FunctionalRunner {
  public:
-  FunctionalRunner(const ir::Module& module, const ProgramPlan& plan,
-                   const topo::Topology& topology)
-      : module_(module), plan_(plan), topology_(topology), n_(plan.num_partitions) {
+  FunctionalRunner(const ProgramPlan& plan, const topo::Topology& topology)
+      : plan_(plan), topology_(topology), n_(plan.num_partitions) {
     for (size_t k = 0; k < plan.collectives.size(); ++k) {
       collective_index_[plan.collectives[k].instr] = static_cast<int32_t>(k);
       CollectiveCheck check;
@@ -342,7 +341,6 @@ class FunctionalRunner {
     check.tolerance = std::max(check.tolerance, reduces ? tol : 0.0);
   }
 
-  const ir::Module& module_;
   const ProgramPlan& plan_;
   const topo::Topology& topology_;
   const int64_t n_;
@@ -390,7 +388,7 @@ FunctionalResult RunFunctionalProgram(const ir::Module& module, const ProgramPla
       by_parameter[k][static_cast<size_t>(p)] = std::move(rounded);
     }
   }
-  FunctionalRunner runner(module, plan, topology);
+  FunctionalRunner runner(plan, topology);
   FunctionalResult result;
   result.outputs = runner.Run(*module.entry(), std::move(by_parameter));
   result.collectives = runner.TakeChecks();

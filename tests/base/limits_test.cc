@@ -25,6 +25,11 @@ TEST_CASE("JSON nested deeper than kMaxJsonDepth is refused while it is read") {
                        "x.json: JSON nested deeper than 64 levels", ConfigError);
   CHECK_THROWS_WITH_AS(ParseJson("{\"a\": ", "x.json"), doctest::Contains("x.json: invalid JSON"),
                        ConfigError);
+  // A number beyond double (found by tests/fuzz/topology_fuzz) is invalid JSON, not an uncaught
+  // nlohmann::out_of_range.
+  CHECK_THROWS_WITH_AS(ParseJson("{\"a\": 9999e999999999999999999}", "x.json"),
+                       doctest::Contains("x.json: invalid JSON: [json.exception.out_of_range.406] number overflow"),
+                       ConfigError);
   CHECK_THROWS_WITH_AS(ParseOverrideValue(Nested(1000)),
                        "--set value: JSON nested deeper than 64 levels", ConfigError);
 }
