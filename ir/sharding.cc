@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 
 #include "base/error.h"
 #include "ir/shape.h"
@@ -205,8 +206,14 @@ class ShardingParser {
     size_t start = pos_;
     while (pos_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_]))) ++pos_;
     if (start == pos_) Fail("expected a non-negative integer");
-    if (pos_ - start > 15) Fail("integer too large");
-    return std::stoll(std::string(text_.substr(start, pos_ - start)));
+    // Any non-negative int64, as the proto form allows (so every loaded module prints back to
+    // text that parses); beyond it, an error.
+    int64_t value = 0;
+    const auto [end, ec] = std::from_chars(text_.data() + start, text_.data() + pos_, value);
+    if (ec != std::errc() || end != text_.data() + pos_) {
+      Fail("integer " + std::string(text_.substr(start, pos_ - start)) + " does not fit int64");
+    }
+    return value;
   }
 
   std::string_view text_;

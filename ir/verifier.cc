@@ -38,38 +38,48 @@ void CheckShapeDims(const Computation& c, const Instruction& i, const Shape& s, 
   }
 }
 
-void CheckSharding(const Computation& c, const Instruction& i) {
-  if (!i.sharding) return;
-  const Sharding& s = *i.sharding;
+// A sharding `s` (the instruction's `what`: "sharding" or "tiling") of a value of `shape`.
+void CheckSharding(const Computation& c, const Instruction& i, const Sharding& s,
+                   const Shape& shape, const std::string& what) {
   if (s.kind == Sharding::Kind::kMaximal && s.device < 0) {
-    Fail(c, &i, "sharding names a negative device");
+    Fail(c, &i, what + " names a negative device");
   }
   if (s.kind != Sharding::Kind::kTiled) return;
-  if (i.shape.is_tuple) Fail(c, &i, "tiled sharding on a tuple-shaped instruction");
-  int64_t expected_rank = i.shape.rank() + (s.last_tile_dim_replicate ? 1 : 0);
+  if (shape.is_tuple) Fail(c, &i, "tiled " + what + " on a tuple-shaped value");
+  int64_t expected_rank = shape.rank() + (s.last_tile_dim_replicate ? 1 : 0);
   if (static_cast<int64_t>(s.tile_dims.size()) != expected_rank) {
-    Fail(c, &i, "sharding " + s.ToString() + " has " + std::to_string(s.tile_dims.size()) +
-                    " tile dims, shape " + i.shape.ToString() + " needs " +
+    Fail(c, &i, what + " " + s.ToString() + " has " + std::to_string(s.tile_dims.size()) +
+                    " tile dims, shape " + shape.ToString() + " needs " +
                     std::to_string(expected_rank));
   }
   int64_t count = 1;
   for (int64_t t : s.tile_dims) {
-    if (t < 1) Fail(c, &i, "sharding tile dims must be >= 1");
+    if (t < 1) Fail(c, &i, what + " tile dims must be >= 1");
     if (__builtin_mul_overflow(count, t, &count)) {
-      Fail(c, &i, "sharding " + s.ToString() + ": the product of its tile dims overflows int64");
+      Fail(c, &i, what + " " + s.ToString() + ": the product of its tile dims overflows int64");
     }
   }
   if (count != s.devices.size()) {
-    Fail(c, &i, "sharding " + s.ToString() + " lists " + std::to_string(s.devices.size()) +
+    Fail(c, &i, what + " " + s.ToString() + " lists " + std::to_string(s.devices.size()) +
                     " devices, tile dims need " + std::to_string(count));
   }
   if (s.devices.is_iota()) return;  // a permutation of 0..N-1 by construction
   std::set<int64_t> seen;
   for (int64_t d : s.devices) {
-    if (d < 0) Fail(c, &i, "sharding names negative device " + std::to_string(d));
+    if (d < 0) Fail(c, &i, what + " names negative device " + std::to_string(d));
     if (!seen.insert(d).second) {
-      Fail(c, &i, "sharding " + s.ToString() + " names device " + std::to_string(d) + " twice");
+      Fail(c, &i, what + " " + s.ToString() + " names device " + std::to_string(d) + " twice");
     }
+  }
+}
+
+void CheckShardings(const Computation& c, const Instruction& i) {
+  if (i.sharding) CheckSharding(c, i, *i.sharding, i.shape, "sharding");
+  // A manual region's tiling describes the full (automatic) side: the operand entering it, the
+  // result leaving it.
+  if (i.tiling && !i.operands.empty()) {
+    const Shape& full = i.opcode == Opcode::kAutoToManual ? i.operands[0]->shape : i.shape;
+    CheckSharding(c, i, *i.tiling, full, "tiling");
   }
 }
 
@@ -100,7 +110,7 @@ void VerifyComputation(const Module& m, const Computation& c, std::set<std::stri
       Fail(c, &i, "shape " + i.shape.ToString() + " differs from the inferred " +
                       expected.ToString());
     }
-    CheckSharding(c, i);
+    CheckShardings(c, i);
     defined.insert(&i);
   }
   int64_t n = 0;
@@ -129,6 +139,21 @@ void Verify(const Module& module) {
         if (i->opcode != Opcode::kLoop) continue;
         if (i->body == c.get()) Fail(*c, nullptr, "computation calls itself through a loop");
         if (seen.insert(i->body).second) stack.push_back(i->body);
+      }
+    }
+  }
+}
+
+void VerifyManualTilings(const Module& module, int64_t num_partitions) {
+  for (const auto& c : module.computations()) {
+    for (const auto& i : c->instructions()) {
+      if (!i->tiling || i->tiling->kind != Sharding::Kind::kTiled) continue;
+      if (i->tiling->NumDevices() != num_partitions) {
+        Fail(*c, i.get(), "tiling " + i->tiling->ToString() + " spans " +
+                              std::to_string(i->tiling->NumDevices()) +
+                              " devices but the program runs on " +
+                              std::to_string(num_partitions) +
+                              " partitions; a manual region's tiling covers every partition");
       }
     }
   }

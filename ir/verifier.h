@@ -12,4 +12,9 @@ namespace podsim::ir {
 // where allowed; shardings are well formed for the shape (tile rank, device count, no repeats).
 void Verify(const Module& module);
 
+// For a module run as one SPMD program on `num_partitions` partitions: every manual region's
+// tiling (auto-to-manual, manual-to-auto) spans all of them, as XLA requires; a tiling naming
+// 1 device for 4 tiles, or 4 devices on 8 partitions, is an error naming the instruction.
+void VerifyManualTilings(const Module& module, int64_t num_partitions);
+
 }  // namespace podsim::ir

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "base/error.h"
+#include "ir/verifier.h"
 #include "ir/visitor.h"
 #include "sim/collectives/closed_form.h"
 
@@ -359,6 +360,7 @@ ProgramPlan BuildProgramPlan(const ir::Module& module, const topo::Topology& top
                 " partitions do not fit topology '" + topology.name() + "' (" +
                 std::to_string(topology.num_cores()) + " cores)");
   }
+  ir::VerifyManualTilings(module, options.num_partitions);
   ProgramPlan plan = PlanBuilder(module, topology, options).Build();
   for (CollectivePlan& c : plan.collectives) {
     if (c.done_step < 0) {
