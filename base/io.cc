@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -54,7 +55,16 @@ void WriteJsonFile(const std::string& path, const nlohmann::json& json) {
   WriteFileAtomic(path, json.dump(2) + "\n");
 }
 
+namespace {
+std::atomic<size_t> max_input_file_bytes{kMaxInputFileBytes};
+}  // namespace
+
+void SetMaxInputFileBytes(size_t bytes) { max_input_file_bytes = bytes; }
+size_t MaxInputFileBytes() { return max_input_file_bytes; }
+
 std::string ReadFile(const std::string& path, size_t max_bytes) {
+  const bool input_limit = max_bytes == 0;
+  if (input_limit) max_bytes = MaxInputFileBytes();
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("cannot read '" + path + "'");
   std::string text;
@@ -63,7 +73,8 @@ std::string ReadFile(const std::string& path, size_t max_bytes) {
     text.append(buffer, static_cast<size_t>(in.gcount()));
     if (text.size() > max_bytes) {
       throw Error("'" + path + "' holds more than " + std::to_string(max_bytes) +
-                  " bytes, the most an input file may have");
+                  " bytes, the most an input file may have" +
+                  (input_limit ? " (podsim --max-file-size raises the limit)" : ""));
     }
   }
   if (in.bad()) throw Error("failed reading '" + path + "'");

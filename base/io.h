@@ -18,11 +18,15 @@ void WriteFileAtomic(const std::string& path, const std::string& text);
 // Pretty-printed with a 2-space indent and a trailing newline, keys in sorted order; atomic.
 void WriteJsonFile(const std::string& path, const nlohmann::json& json);
 
-// Input files (modules, argument files) are at most this large unless a caller says otherwise.
+// Input files (modules, argument files) are at most this large by default; podsim's
+// --max-file-size sets the process-wide limit (SetMaxInputFileBytes).
 inline constexpr size_t kMaxInputFileBytes = size_t{1} << 30;
+void SetMaxInputFileBytes(size_t bytes);
+size_t MaxInputFileBytes();
 
 // The whole content of a file; throws Error naming the file if it cannot be read or holds more
-// than `max_bytes` (read in chunks: a device such as /dev/zero is refused, not exhausted).
-std::string ReadFile(const std::string& path, size_t max_bytes = kMaxInputFileBytes);
+// than `max_bytes` (0: MaxInputFileBytes()). Read in chunks: a device such as /dev/zero is
+// refused, not exhausted.
+std::string ReadFile(const std::string& path, size_t max_bytes = 0);
 
 }  // namespace podsim

@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 
 namespace {
 
@@ -41,6 +42,7 @@ void PrintUsage(std::ostream& os) {
   for (const Command& c : Commands()) {
     os << "  " << c.name << std::string(12 - std::string(c.name).size(), ' ') << c.summary << "\n";
   }
+  os << "\n" << podsim::cli::CommonOptions();
 }
 
 }  // namespace

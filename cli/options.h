@@ -9,7 +9,11 @@ namespace podsim::cli {
 
 namespace po = boost::program_options;
 
-// Parses `args` into `vm`. Returns false when --help was given, before required options are
+// Options every command takes (listed in `podsim --help`): --max-file-size.
+const po::options_description& CommonOptions();
+
+// Parses `args` (the command's options and CommonOptions(), applied here) into `vm`. Returns
+// false when --help was given, before required options are
 // checked, so the caller prints its usage. Option errors propagate as po::error; main names the
 // command and points at its --help.
 bool ParseOptions(const Args& args, const po::options_description& options,

@@ -81,7 +81,18 @@ std::string Lexer::Describe() {
   const char* q = p_;
   while (q != end_ && IsNameChar(*q) && q - p_ < 24) ++q;
   if (q == p_) ++q;
-  return "'" + std::string(p_, q) + "'";
+  // A byte that is not printable ASCII (a NUL would cut the message short) shows as \xNN.
+  std::string shown;
+  for (const char* c = p_; c != q; ++c) {
+    const unsigned char u = static_cast<unsigned char>(*c);
+    if (u >= 0x20 && u < 0x7f) {
+      shown += *c;
+    } else {
+      static const char* kHex = "0123456789abcdef";
+      shown += std::string("\\x") + kHex[u >> 4] + kHex[u & 15];
+    }
+  }
+  return "'" + shown + "'";
 }
 
 bool Lexer::AtEnd() {

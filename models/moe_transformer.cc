@@ -67,7 +67,16 @@ MoeLayerConfig ToyMoeConfig() {
 }
 
 int64_t DefaultCapacity(int64_t tokens_per_group, int64_t num_experts) {
-  const int64_t c = (2 * tokens_per_group + num_experts - 1) / num_experts;
+  // ceil(2S / E) in checked arithmetic: a tokens_per_group near int64's limit is an error, not a
+  // negative capacity.
+  int64_t twice = 0, rounded = 0;
+  if (num_experts < 1 || __builtin_mul_overflow(tokens_per_group, 2, &twice) ||
+      __builtin_add_overflow(twice, num_experts - 1, &rounded)) {
+    throw Error("moe.capacity: the default 2 x tokens_per_group / num_experts overflows int64 "
+                "(tokens_per_group = " + std::to_string(tokens_per_group) +
+                ", num_experts = " + std::to_string(num_experts) + ")");
+  }
+  const int64_t c = rounded / num_experts;
   return c < 1 ? 1 : c;
 }
 

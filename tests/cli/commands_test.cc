@@ -3,12 +3,14 @@
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
 #include "base/error.h"
+#include "base/io.h"
 #include "cli/commands.h"
 
 namespace podsim::cli {
@@ -91,6 +93,35 @@ TEST_CASE("bad input is an error naming what is wrong") {
   CHECK_THROWS_WITH_AS(
       Run(SimulateCommand, {kMoeLayer, "--topology", "tpu-v3-8", "--mesh", "16"}, &out),
       doctest::Contains("16 partitions do not fit topology 'tpu-v3-8'"), ConfigError);
+}
+
+TEST_CASE("--max-file-size bounds the input files every command reads") {
+  std::string out;
+  // moe_layer.hlo is 8,051 bytes.
+  CHECK_THROWS_WITH_AS(Run(IrCommand, {"verify", kMoeLayer, "--max-file-size", "4KiB"}, &out),
+                       doctest::Contains("holds more than 4096 bytes, the most an input file may "
+                                         "have (podsim --max-file-size raises the limit)"),
+                       Error);
+  CHECK(Run(IrCommand, {"verify", kMoeLayer, "--max-file-size", "16KiB"}, &out) == 0);
+  CHECK(out.find("ok: module moe_layer") == 0);
+  CHECK_THROWS_WITH_AS(Run(IrCommand, {"verify", kMoeLayer, "--max-file-size", "lots"}, &out),
+                       doctest::Contains("--max-file-size"), Error);
+  SetMaxInputFileBytes(kMaxInputFileBytes);  // the process-wide default again
+}
+
+TEST_CASE("simulate --out claims the directory: a second run needs --force") {
+  const std::string dir = "/tmp/podsim_cli_simulate_out";
+  std::filesystem::remove_all(dir);
+  std::string out;
+  const Args args = {kMoeLayer, "--topology", "tpu-v3-8", "--mesh", "4", "--out", dir};
+  CHECK(Run(SimulateCommand, args, &out) == 0);
+  CHECK(ReadFile(dir + "/status") == "status: done\nrun: ok\n");
+  CHECK_THROWS_WITH_AS(Run(SimulateCommand, args, &out), doctest::Contains("pass --force"), Error);
+  Args forced = args;
+  forced.push_back("--force");
+  CHECK(Run(SimulateCommand, forced, &out) == 0);
+  CHECK(nlohmann::json::parse(ReadFile(dir + "/results.json"))["status"] == "ok");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

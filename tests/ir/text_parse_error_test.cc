@@ -293,3 +293,18 @@ TEST_CASE("truncated or corrupted text gives an error, never a crash") {
 
 }  // namespace
 }  // namespace podsim::ir
+
+namespace podsim::ir {
+namespace {
+
+TEST_CASE("bytes that are not printable text are shown escaped, so a NUL cannot cut the message") {
+  const std::string nul("\0\0\0", 3);
+  CHECK_THROWS_WITH_AS(ParseModule(nul, "t.hlo"),
+                       "t.hlo:1:1: expected 'HloModule <name>' at the start, got '\\x00'", Error);
+  CHECK_THROWS_WITH_AS(ParseModule("HloModule m\nENTRY %main {\n  ROOT %x = f32[2] parameter(0), \xff\n}\n", "t.hlo"),
+                       doctest::Contains("t.hlo:3:34: expected an attribute name, got '\\xff'"),
+                       Error);
+}
+
+}  // namespace
+}  // namespace podsim::ir

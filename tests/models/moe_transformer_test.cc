@@ -263,6 +263,19 @@ TEST_CASE("bad configs are errors naming the field") {
   }));
   CHECK(DefaultCapacity(8, 3) == 6);     // 16/3 rounded up
   CHECK(DefaultCapacity(1, 2048) == 1);  // never 0
+  // 2S overflows int64: an error, not a negative capacity.
+  CHECK_THROWS_WITH_AS(DefaultCapacity(int64_t{1} << 62, 4),
+                       doctest::Contains("moe.capacity: the default 2 x tokens_per_group / "
+                                         "num_experts overflows int64"),
+                       Error);
+  // Sizes whose tensors overflow int64 elements (G*S*M = 2 * 2^40 * 2^30 > 2^63): an error
+  // naming the instruction, not a shape that wraps.
+  ExpectError([&] {
+    BuildMoeLayer(with([](auto& c) {
+      c.tokens_per_group = int64_t{1} << 40;
+      c.d_model = int64_t{1} << 30;
+    }));
+  }, "element count overflows int64");
 }
 
 // Matrix-unit FLOPs per Figure 8 category, per core (global / D), at the paper's size for 128

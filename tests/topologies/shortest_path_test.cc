@@ -113,6 +113,26 @@ TEST_CASE("custom routes by hops or by latency (Dijkstra)") {
   CHECK(by_latency.Hops(0, 2) == 2);
 }
 
+TEST_CASE("latency-weighted routes cannot overflow: hop latencies are at most 1 s") {
+  // A chain of 4096 chips at the largest hop latency, 1e6 us = 1e12 ps: the route from one end
+  // to the other costs 4095e12 ps, exactly; the limit (262,144 chips x 1e12 ps = 2.6e17) is far
+  // below int64's 9.2e18, so no path sum wraps (a route's latency once printed negative).
+  nlohmann::json edges = nlohmann::json::array();
+  for (int64_t k = 0; k + 1 < 4096; ++k) edges.push_back({k, k + 1});
+  nlohmann::json j = CustomJson(4096, edges);
+  j["route_by"] = "latency";
+  j["hop_latency_us"] = 1e6;
+  const CustomTopology chain = MakeCustom(j);
+  const std::vector<int64_t> route = chain.Route(0, 4095);
+  REQUIRE(route.size() == 4095);
+  int64_t total_ps = 0;
+  for (int64_t l : route) total_ps += chain.links()[static_cast<size_t>(l)].latency.picos();
+  CHECK(total_ps == int64_t{4095} * 1'000'000'000'000);
+  j["hop_latency_us"] = 1e13;  // 1e19 ps: refused, not converted to a wrapped value
+  CHECK_THROWS_WITH_AS(MakeCustom(j), doctest::Contains("hop_latency_us: must be <= 1e6 (1 s)"),
+                       ConfigError);
+}
+
 TEST_CASE("custom per-edge bandwidth and cores per chip") {
   nlohmann::json j = CustomJson(2, {{{"chips", {0, 1}}, {"link_bandwidth", 3e10}}});
   j["cores_per_chip"] = 2;
