@@ -128,6 +128,16 @@ void Verify(const Module& module) {
   if (!module.entry()) throw Error("module '" + module.name() + "' has no entry computation");
   std::set<std::string> names;
   for (const auto& c : module.computations()) VerifyComputation(module, *c, names);
+  // Every value the module declares, summed, fits int64 bytes: sums of live buffers (the memory
+  // model, the cost analysis) then cannot overflow either.
+  int64_t total = 0;
+  for (const auto& c : module.computations()) {
+    for (const auto& i : c->instructions()) {
+      if (__builtin_add_overflow(total, i->shape.ByteSize(), &total)) {
+        Fail(*c, i.get(), "the module's values add up to more than 2^63 bytes");
+      }
+    }
+  }
   // Loop bodies must not (transitively) call themselves.
   for (const auto& c : module.computations()) {
     std::vector<const Computation*> stack = {c.get()};

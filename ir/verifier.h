@@ -9,7 +9,8 @@ namespace podsim::ir {
 // computation; parameter numbers are 0..n-1 without gaps or repeats; every shape has
 // non-negative dims and equals the shape rule's result (ir/shape_inference.h); loop bodies are
 // computations of this module and not the entry, and no computation calls itself; tuples only
-// where allowed; shardings are well formed for the shape (tile rank, device count, no repeats).
+// where allowed; shardings are well formed for the shape (tile rank, device count, no repeats);
+// every shape's element count and bytes fit int64, and so do the bytes of all values summed.
 void Verify(const Module& module);
 
 // For a module run as one SPMD program on `num_partitions` partitions: every manual region's

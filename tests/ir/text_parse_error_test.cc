@@ -157,6 +157,15 @@ TEST_CASE("bad shapes and constants") {
                 "its element count overflows int64");
   ExpectErrorAt({"%a = f32[2305843009213693952] parameter(0)"}, "f32",
                 "shape f32[2305843009213693952]: its size in bytes overflows int64");
+  // Two values of 2^62 bytes each: each fits, their sum (what a memory model adds up) does not.
+  CHECK_THROWS_WITH_AS(ParseModule(Main({"%a = f32[1152921504606846976] parameter(0)",
+                                         "%b = f32[1152921504606846976] parameter(1)",
+                                         "ROOT %t = (f32[1152921504606846976], "
+                                         "f32[1152921504606846976]) tuple(%a, %b)"}),
+                                   "t.hlo"),
+                       doctest::Contains("instruction %b: the module's values add up to more than "
+                                         "2^63 bytes"),
+                       Error);
   // A constant that claims 4e12 values but holds one: an error, with no 16 TB reserved first.
   ExpectErrorAt({"%c = f32[1000000000000] constant({1})"}, "{1",
                 "constant of shape f32[1000000000000] needs 1000000000000 values, got 1");
