@@ -164,9 +164,10 @@ double RowModelled(const std::vector<BreakdownRow>& rows, const std::string& cat
   return 0;
 }
 
-// bars.csv: one row per bar ("128E roofline", ...), one column per category.
+// bars.csv: one row per bar ("128E roofline", ...), one column per category. A size that ran
+// out of device memory is labelled so ("2048E modelled (OOM)"), in the plot too.
 CsvTable BarsTable(const std::vector<std::vector<BreakdownRow>>& per_point,
-                   const std::optional<PaperBars>& paper) {
+                   const std::vector<std::string>& statuses, const std::optional<PaperBars>& paper) {
   std::vector<std::string> header = {"bar"};
   for (std::string_view s : models::kFigure8Scopes) header.emplace_back(s);
   header.emplace_back("other");
@@ -181,8 +182,10 @@ CsvTable BarsTable(const std::vector<std::vector<BreakdownRow>>& per_point,
     row.push_back("0");
     bars.AddRow(row);
   };
-  for (const auto& rows : per_point) {
+  for (size_t k = 0; k < per_point.size(); ++k) {
+    const std::vector<BreakdownRow>& rows = per_point[k];
     const std::string e = std::to_string(rows.front().experts) + "E";
+    const std::string oom = statuses[k] == kPointOom ? " (OOM)" : "";
     auto find = [&](const std::string& cat, bool roofline) {
       for (const BreakdownRow& r : rows) {
         if (r.category == cat) return roofline ? r.roofline_us : r.modelled_us;
@@ -206,7 +209,7 @@ CsvTable BarsTable(const std::vector<std::vector<BreakdownRow>>& per_point,
       add("paper " + e + " measured", paper->measured);
     }
     for (bool roofline : {true, false}) {
-      std::vector<std::string> row = {e + (roofline ? " roofline" : " modelled")};
+      std::vector<std::string> row = {e + (roofline ? " roofline" : " modelled") + oom};
       for (std::string_view s : models::kFigure8Scopes) row.push_back(CsvNumber(find(std::string(s), roofline)));
       row.push_back(CsvNumber(other_of(roofline)));
       bars.AddRow(row);
@@ -321,6 +324,7 @@ RunSummary RunMoeLayerBreakdown(const ExperimentContext& ctx) {
   // The points that gave times (ok or oom), their rows and their index in `points`.
   std::vector<std::vector<BreakdownRow>> per_point;
   std::vector<size_t> point_index;
+  std::vector<std::string> point_statuses;
   nlohmann::json points = nlohmann::json::array();
   nlohmann::json resolved_models = nlohmann::json::array();
   report::Progress progress(c.name, static_cast<int64_t>(c.points.size()));
@@ -356,6 +360,7 @@ RunSummary RunMoeLayerBreakdown(const ExperimentContext& ctx) {
     const CsvTable point_table = BreakdownTable(rows, status);
     for (const std::vector<std::string>& row : point_table.rows()) table.AddRow(row);
     per_point.push_back(rows);
+    point_statuses.push_back(status);
     point_index.push_back(points.size());
     nlohmann::json cats = nlohmann::json::object();
     for (const BreakdownRow& r : rows) {
@@ -418,7 +423,7 @@ RunSummary RunMoeLayerBreakdown(const ExperimentContext& ctx) {
                      paper->measured.count(kTotal) ? paper_a2a / paper->measured.at(kTotal) : kNaN}};
   }
   WriteFileAtomic(ctx.out_dir + "/results.csv", table.ToString());
-  WriteFileAtomic(ctx.out_dir + "/bars.csv", BarsTable(per_point, paper).ToString());
+  WriteFileAtomic(ctx.out_dir + "/bars.csv", BarsTable(per_point, point_statuses, paper).ToString());
   WriteJsonFile(ctx.out_dir + "/results.json", out);
   if (!per_point.empty()) report::RenderPlot(ctx.out_dir, "plot", PlotScript(c.name), 1200, 650);
   return summary;

@@ -89,3 +89,34 @@ TEST_CASE("a config error is raised before the output directory is touched") {
 
 }  // namespace
 }  // namespace podsim::experiments
+
+namespace podsim::experiments {
+namespace {
+
+TEST_CASE("a size that runs out of device memory is oom in results.csv, bars.csv and the status") {
+  const std::string dir = (fs::temp_directory_path() / "podsim_point_status_oom").string();
+  // 4 experts on a v3-8 with 1 MiB of HBM per core: the layer's parameters alone exceed it.
+  const nlohmann::json config = {
+      {"experiment", "moe_layer_breakdown"},
+      {"points", {{{"experts", 4}, {"topology", "tpu-v3-8"}}}},
+      {"model", {{"tokens_per_group", 1024}, {"d_ff", 2048}}},
+      {"sim", {{"device", {{"preset", "tpu-v3-core"}, {"hbm_capacity", 1 << 20}}}}},
+      {"details", false}};
+  const RunSummary s = RunConfig(config, dir);
+  CHECK(s.oom == 1);
+  CHECK(s.all_failed());
+  const std::string csv = ReadFile(dir + "/out/results.csv");
+  CHECK(csv.find("\n4,moe_ffn,") != std::string::npos);
+  CHECK(csv.find(",oom\n") != std::string::npos);
+  CHECK(csv.find(",ok\n") == std::string::npos);
+  CHECK(ReadFile(dir + "/out/bars.csv").find("\n4E modelled (OOM),") != std::string::npos);
+  const nlohmann::json j = nlohmann::json::parse(ReadFile(dir + "/out/results.json"));
+  CHECK(j["points"][0]["status"] == "oom");
+  CHECK(j["points"][0]["error"].get<std::string>().rfind("OOM at ", 0) == 0);
+  CHECK(ReadFile(dir + "/out/status").find("(1 point: 0 ok, 1 oom, 0 failed)") !=
+        std::string::npos);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace podsim::experiments
