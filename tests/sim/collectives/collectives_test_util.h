@@ -34,6 +34,18 @@ inline std::unique_ptr<topo::Topology> Grid(std::vector<int64_t> dims, std::vect
   return topo::MakeTopology(config);
 }
 
+// The schedule of `algorithm` for `kind` over `elements` elements per partition, every core.
+inline Schedule Build(const topo::Topology& topology, CollectiveKind kind, int64_t elements,
+                      const std::string& algorithm, int chunks = 1) {
+  CollectiveSpec spec;
+  spec.kind = kind;
+  spec.elements = elements;
+  AlgorithmOptions options;
+  options.algorithm = algorithm;
+  options.chunks = chunks;
+  return BuildSchedule(spec, topology, options);
+}
+
 // inputs[p][e] = p * 512 + e (distinct, exact in float; sums of <= 128 of them stay exact).
 inline PartitionBuffers MakeInputs(int64_t partitions, int64_t elements) {
   PartitionBuffers inputs(static_cast<size_t>(partitions));

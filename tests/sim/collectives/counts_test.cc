@@ -19,16 +19,7 @@ using testing::BytesSent;
 using testing::Grid;
 using testing::NetworkTransfers;
 
-Schedule Build(const topo::Topology& topology, CollectiveKind kind, int64_t elements,
-               const std::string& algorithm, int chunks = 1) {
-  CollectiveSpec spec;
-  spec.kind = kind;
-  spec.elements = elements;
-  AlgorithmOptions options;
-  options.algorithm = algorithm;
-  options.chunks = chunks;
-  return BuildSchedule(spec, topology, options);
-}
+using testing::Build;
 
 // Longest chain of network transfers through the deps (local transfers count 0).
 int LongestNetworkChain(const Schedule& s) {

@@ -19,15 +19,7 @@ namespace {
 
 using testing::Grid;
 
-Schedule Build(const topo::Topology& t, CollectiveKind kind, int64_t elements,
-               const std::string& algorithm) {
-  CollectiveSpec spec;
-  spec.kind = kind;
-  spec.elements = elements;
-  AlgorithmOptions options;
-  options.algorithm = algorithm;
-  return BuildSchedule(spec, t, options);
-}
+using testing::Build;
 
 TEST_CASE("a schedule that cannot fit in memory is refused before it is built") {
   // 64x64x64 = 262,144 chips. A direct all-to-all has 262,144^2 = 6.87e10 transfers of at

@@ -21,15 +21,7 @@ using testing::Grid;
 
 constexpr int64_t kUs = 1'000'000;  // picoseconds
 
-Schedule Build(const topo::Topology& topology, CollectiveKind kind, int64_t elements,
-               const std::string& algorithm) {
-  CollectiveSpec spec;
-  spec.kind = kind;
-  spec.elements = elements;
-  AlgorithmOptions options;
-  options.algorithm = algorithm;
-  return BuildSchedule(spec, topology, options);
-}
+using testing::Build;
 
 // A 4-chip ring with wraparound, 1e9 B/s per link per direction, 1 us per hop.
 std::unique_ptr<topo::Topology> TinyRing() { return Grid({4}, {true}, 1, 1e9, 1.0); }
