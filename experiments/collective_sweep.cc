@@ -53,7 +53,13 @@ PaperPoints ReadPaperPoints(JsonReader& r) {
   nlohmann::json data = ReadJsonFile(file);
   if (!data.contains(figure)) FailAt(ref.PathOf("figure"), "'" + figure + "' not in " + file);
   const nlohmann::json& fig = data[figure];
-  const nlohmann::json& parts = fig.at("partitions");
+  // The figure's layout is checked like any config: a figure without "partitions" or with a
+  // value that is not a number is an error naming the file, not an escaped library exception.
+  const std::string fig_path = file + ": " + figure;
+  if (!fig.is_object() || !fig.contains("partitions")) {
+    FailAt(ref.PathOf("figure"), "'" + figure + "' in " + file + " has no \"partitions\" array");
+  }
+  const nlohmann::json& parts = AsArray(fig["partitions"], fig_path + ".partitions");
   // series: {"alltoall_8MB": {"collective": "all-to-all", "payload_bytes": 8388608}, ...}
   for (auto it = series.begin(); it != series.end(); ++it) {
     const std::string path = ref.PathOf("series") + "." + it.key();
@@ -63,9 +69,10 @@ PaperPoints ReadPaperPoints(JsonReader& r) {
         sim::ParseCollectiveKind(s.String("collective"), s.PathOf("collective")));
     int64_t bytes = s.Int("payload_bytes", Limit::Positive());
     s.Finish();
-    const nlohmann::json& values = fig[it.key()];
+    const nlohmann::json& values = AsArray(fig[it.key()], fig_path + "." + it.key());
     for (size_t k = 0; k < parts.size() && k < values.size(); ++k) {
-      points[{collective, bytes, parts[k].get<int64_t>()}] = values[k].get<double>();
+      points[{collective, bytes, AsInt(parts[k], IndexPath(fig_path + ".partitions", k))}] =
+          AsDouble(values[k], IndexPath(fig_path + "." + it.key(), k));
     }
   }
   return points;

@@ -255,7 +255,8 @@ PaperBars ReadPaperBars(const std::string& file, const std::string& figure, int6
         std::string(series) == "roofline" ? bars.roofline : bars.measured;
     for (auto it = fig[series].begin(); it != fig[series].end(); ++it) {
       auto mapped = category_map.find(it.key());
-      out[mapped == category_map.end() ? it.key() : mapped->second] = it.value().get<double>();
+      out[mapped == category_map.end() ? it.key() : mapped->second] =
+          AsDouble(it.value(), file + ": " + figure + "." + series + "." + it.key());
     }
   }
   return bars;

@@ -84,6 +84,15 @@ TEST_CASE("a config error is raised before the output directory is touched") {
                        doctest::Contains("slices[0].topology.hop_latency_us: must be"),
                        ConfigError);
   CHECK(!fs::exists(dir + "/out"));
+  // A reference figure of another layout (found by tests/fuzz/experiment_config_fuzz): an error
+  // naming it, not an escaped nlohmann::out_of_range.
+  c = Sweep({4});
+  c["reference"] = {{"file", "experiments/reference/gshard-paper.json"},
+                    {"figure", "figure8_moe_layer_us"},
+                    {"series", nlohmann::json::object()}};
+  CHECK_THROWS_WITH_AS(RunConfig(c, dir),
+                       doctest::Contains("reference.figure: 'figure8_moe_layer_us' in "),
+                       ConfigError);
   fs::remove_all(dir);
 }
 
