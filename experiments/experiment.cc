@@ -80,8 +80,7 @@ RunSummary RunExperimentFile(const std::string& config_path, const RunOptions& o
   runner.check(ctx.config);
   const report::OutputDir out = report::OutputDir::Claim(ctx.out_dir, options.force);
   try {
-    RunSummary summary = runner.run(ctx);
-    summary.experiment = ctx.config["experiment"].get<std::string>();
+    const RunSummary summary = runner.run(ctx);
     if (summary.all_failed()) {
       out.Failed("every point failed or ran out of device memory (" + summary.ToString() + ")");
     } else {

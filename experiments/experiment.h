@@ -23,8 +23,7 @@ struct RunOptions {
 // results.json and results.csv). Points a runner chose not to run (MPMD over its time budget)
 // are "skipped".
 struct RunSummary {
-  std::string experiment;  // the runner
-  std::string name;        // the config's "name"
+  std::string name;  // the config's "name"
   int64_t ok = 0;
   int64_t oom = 0;
   int64_t failed = 0;
