@@ -16,7 +16,14 @@ bool IsDirectory(const fs::path& p) {
   return fs::is_directory(p, ec);
 }
 
+std::string& EmbedderDataDir() {
+  static std::string dir;
+  return dir;
+}
+
 }  // namespace
+
+void SetEmbedderDataDir(const std::string& dir) { EmbedderDataDir() = dir; }
 
 std::string DataDir() {
   if (const char* env = std::getenv("PODSIM_DATA_DIR"); env != nullptr && *env != '\0') {
@@ -24,6 +31,10 @@ std::string DataDir() {
       throw Error(std::string("PODSIM_DATA_DIR='") + env + "' is not a directory");
     }
     return env;
+  }
+  if (const std::string& dir = EmbedderDataDir(); !dir.empty()) {
+    if (!IsDirectory(dir)) throw Error("podsim's data directory '" + dir + "' does not exist");
+    return dir;
   }
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);

@@ -6,13 +6,18 @@
 // (`topologies/presets/tpu-v3-128.json`, `sim/device/presets/tpu-v3-core.json`,
 // `experiments/reference/gshard-paper.json`). It is, in order:
 // 1. $PODSIM_DATA_DIR, when set;
-// 2. `<dir of the executable>/share/podsim` (the build tree: build/podsim, build/share/podsim);
-// 3. `<dir of the executable>/../share/podsim` (an install: bin/podsim, share/podsim; and the
+// 2. the directory a program embedding the library set with SetEmbedderDataDir (the Python
+//    module sets its own: python/podsim/__init__.py);
+// 3. `<dir of the executable>/share/podsim` (the build tree: build/podsim, build/share/podsim);
+// 4. `<dir of the executable>/../share/podsim` (an install: bin/podsim, share/podsim; and the
 //    test binaries in build/tests/).
 
 #include <string>
 
 namespace podsim {
+
+// Sets the data directory of step 2 (empty: none). Call it before any thread uses the library.
+void SetEmbedderDataDir(const std::string& dir);
 
 // The data directory; throws Error saying where it looked if none exists.
 std::string DataDir();

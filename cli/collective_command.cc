@@ -72,15 +72,7 @@ int CollectiveCommand(const Args& args) {
   experiments::CollectiveRunResult r = experiments::RunCollective(run, &topology);
 
   if (vm.count("json")) {
-    nlohmann::json out = r.ToJson();
-    out["network"] = run.network;
-    out["op"] = sim::CollectiveKindName(run.kind);
-    out["bytes"] = run.bytes;
-    out["busiest_link"] = r.timing.busiest_link;
-    out["busiest_link_bytes"] = r.timing.busiest_link_bytes;
-    out["steps"] = r.schedule.num_steps;
-    out["config"] = run.ToJson();
-    std::cout << out.dump(2) << "\n";
+    std::cout << experiments::CollectiveRunJson(run, r).dump(2) << "\n";
   } else {
     std::printf("%s of %lld B per partition over %lld partitions of %s\n",
                 sim::CollectiveKindName(run.kind), static_cast<long long>(run.bytes),
@@ -106,13 +98,7 @@ int CollectiveCommand(const Args& args) {
     std::cout << "\n" << sim::ExplainSchedule(r.schedule, *topology, &r.timing);
   }
   if (want_trace) {
-    // Re-run with per-transfer times recorded (the first run keeps memory low on big pods).
-    std::unique_ptr<sim::NetworkModel> network =
-        sim::MakeNetworkModel(run.network, *topology, run.network_options);
-    sim::TimingOptions t;
-    t.fixed_overhead = Time::FromMicros(run.overhead_us);
-    t.record_transfers = true;
-    r.timing = sim::RunTiming(r.schedule, *topology, *network, t);
+    experiments::RecordTransferTimes(run, *topology, r);
     const std::string path = vm["trace"].as<std::string>();
     WriteFileAtomic(path,
                     report::CollectiveLinkTrace(r.schedule, r.timing, *topology, r.topology_name,

@@ -17,6 +17,7 @@
 #include "ir/cost.h"
 #include "ir/interpreter.h"
 #include "ir/text.h"
+#include "report/cost_report.h"
 
 namespace podsim::cli {
 
@@ -73,31 +74,8 @@ int Cost(const Args& args) {
   if (!ParseArgs(args, desc, {"file"}, vm, "usage: podsim ir cost FILE [--json]")) return 0;
   auto m = LoadModule(vm["file"].as<std::string>());
   ir::ModuleCost cost = ir::AnalyzeCost(*m, vm["partitions"].as<int64_t>());
-  auto cost_json = [](const ir::Cost& c) {
-    return nlohmann::json{{"flops", c.flops},
-                          {"transcendentals", c.transcendentals},
-                          {"bytes_read", c.bytes_read},
-                          {"bytes_written", c.bytes_written},
-                          {"network_bytes", c.network_bytes},
-                          {"unit", std::string(ir::UnitName(c.unit))}};
-  };
   if (vm.count("json")) {
-    nlohmann::json out;
-    out["module"] = m->name();
-    out["total"] = cost_json(cost.total);
-    nlohmann::json rows = nlohmann::json::array();
-    for (const auto& comp : m->computations()) {
-      for (const auto& i : comp->instructions()) {
-        nlohmann::json row = cost_json(cost.per_instruction.at(i.get()));
-        row["computation"] = comp->name();
-        row["instruction"] = i->name;
-        row["opcode"] = std::string(ir::OpcodeName(i->opcode));
-        row["scope"] = i->scope;
-        rows.push_back(row);
-      }
-    }
-    out["instructions"] = rows;
-    std::cout << out.dump(2) << "\n";
+    std::cout << report::ModuleCostJson(*m, cost).dump(2) << "\n";
     return 0;
   }
   std::printf("%-28s %-20s %-8s %10s %10s %10s %10s %10s\n", "instruction", "opcode", "unit",

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "base/config.h"
+#include "base/error.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "partitioner/sharding_util.h"
@@ -67,24 +67,9 @@ int TopologyCommand(const Args& args) {
   }
   const std::string name = vm["topology"].as<std::string>();
 
-  // Overrides apply to {"topology": <expanded config>}, as in experiment configs.
-  nlohmann::json root = {{"topology", topo::ExpandTopologyConfig(name, "topology")}};
-  if (vm.count("set")) {
-    for (const std::string& assignment : vm["set"].as<std::vector<std::string>>()) {
-      ApplyOverride(root, assignment);
-      if (root.size() != 1) {
-        throw ConfigError("--set " + assignment +
-                                ": paths start with \"topology.\", e.g. topology.dims[0]=8");
-      }
-    }
-  }
-  std::unique_ptr<topo::Topology> topology;
-  try {
-    topology = topo::LoadTopology(root["topology"], "topology");
-  } catch (const ConfigError& e) {
-    if (!PresetSet::IsFilePath(name)) throw;
-    throw e.InFile(name);  // name the file whose value is bad
-  }
+  const std::unique_ptr<topo::Topology> topology = topo::LoadTopology(
+      nlohmann::json(name),
+      vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{});
 
   std::vector<int64_t> route;
   if (vm.count("route")) {

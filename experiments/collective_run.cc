@@ -95,6 +95,13 @@ nlohmann::json CollectiveRunResult::ToJson() const {
 CollectiveRunResult RunCollective(const CollectiveRunConfig& config,
                                   std::unique_ptr<topo::Topology>* topology_out) {
   std::unique_ptr<topo::Topology> topology = topo::LoadTopology(config.topology, "topology");
+  CollectiveRunResult out = RunCollective(config, *topology);
+  if (topology_out) *topology_out = std::move(topology);
+  return out;
+}
+
+CollectiveRunResult RunCollective(const CollectiveRunConfig& config,
+                                  const topo::Topology& topology) {
   sim::CollectiveSpec spec;
   spec.kind = config.kind;
   spec.element_bytes = config.dtype_bytes;
@@ -105,9 +112,9 @@ CollectiveRunResult RunCollective(const CollectiveRunConfig& config,
     if (!spec.replica_groups.empty()) {
       throw Error("partitions and replica_groups cannot both be given");
     }
-    if (config.partitions > topology->num_cores()) {
+    if (config.partitions > topology.num_cores()) {
       throw Error("partitions: " + std::to_string(config.partitions) + " exceeds the " +
-                  std::to_string(topology->num_cores()) + " cores of " + topology->name());
+                  std::to_string(topology.num_cores()) + " cores of " + topology.name());
     }
     std::vector<int64_t> group(config.partitions);
     for (int64_t p = 0; p < config.partitions; ++p) group[p] = p;
@@ -118,28 +125,50 @@ CollectiveRunResult RunCollective(const CollectiveRunConfig& config,
   algo.chunks = static_cast<int>(config.chunks);
 
   CollectiveRunResult out;
-  out.topology_name = topology->name();
-  out.algorithm = algo.algorithm.empty() ? sim::DefaultAlgorithm(spec, *topology) : algo.algorithm;
-  out.schedule = sim::BuildSchedule(spec, *topology, algo);
-  auto groups = sim::ResolveReplicaGroups(spec, topology->num_cores());
+  out.topology_name = topology.name();
+  out.algorithm = algo.algorithm.empty() ? sim::DefaultAlgorithm(spec, topology) : algo.algorithm;
+  out.schedule = sim::BuildSchedule(spec, topology, algo);
+  auto groups = sim::ResolveReplicaGroups(spec, topology.num_cores());
   out.partitions = groups.empty() ? static_cast<int64_t>(spec.source_target_pairs.size())
                                   : static_cast<int64_t>(groups[0].size());
   std::unique_ptr<sim::NetworkModel> network =
-      sim::MakeNetworkModel(config.network, *topology, config.network_options);
+      sim::MakeNetworkModel(config.network, topology, config.network_options);
   sim::TimingOptions timing;
   timing.fixed_overhead = Time::FromMicros(config.overhead_us);
-  out.timing = sim::RunTiming(out.schedule, *topology, *network, timing);
+  out.timing = sim::RunTiming(out.schedule, topology, *network, timing);
   out.time_us = out.timing.total.micros();
   const double seconds = out.timing.total.seconds();
   out.algorithm_bandwidth = seconds > 0 ? static_cast<double>(config.bytes) / seconds : 0;
   out.bus_bandwidth = out.algorithm_bandwidth * sim::BusBandwidthFactor(config.kind, out.partitions);
   if (config.kind != sim::CollectiveKind::kCollectivePermute) {
-    sim::AnalyticInput in = sim::AnalyticInputFor(spec, *topology, out.algorithm);
+    sim::AnalyticInput in = sim::AnalyticInputFor(spec, topology, out.algorithm);
     in.fixed_overhead_s = config.overhead_us * 1e-6;
     out.analytic_us = sim::EstimateScalingBook(in).seconds * 1e6;
   }
-  if (topology_out) *topology_out = std::move(topology);
   return out;
+}
+
+nlohmann::json CollectiveRunJson(const CollectiveRunConfig& config,
+                                 const CollectiveRunResult& result) {
+  nlohmann::json out = result.ToJson();
+  out["network"] = config.network;
+  out["op"] = sim::CollectiveKindName(config.kind);
+  out["bytes"] = config.bytes;
+  out["busiest_link"] = result.timing.busiest_link;
+  out["busiest_link_bytes"] = result.timing.busiest_link_bytes;
+  out["steps"] = result.schedule.num_steps;
+  out["config"] = config.ToJson();
+  return out;
+}
+
+void RecordTransferTimes(const CollectiveRunConfig& config, const topo::Topology& topology,
+                         CollectiveRunResult& result) {
+  std::unique_ptr<sim::NetworkModel> network =
+      sim::MakeNetworkModel(config.network, topology, config.network_options);
+  sim::TimingOptions t;
+  t.fixed_overhead = Time::FromMicros(config.overhead_us);
+  t.record_transfers = true;
+  result.timing = sim::RunTiming(result.schedule, topology, *network, t);
 }
 
 }  // namespace podsim::experiments

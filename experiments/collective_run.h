@@ -67,5 +67,19 @@ struct CollectiveRunResult {
 // Builds the topology from config.topology and runs. `topology_out`, if given, receives it.
 CollectiveRunResult RunCollective(const CollectiveRunConfig& config,
                                   std::unique_ptr<topo::Topology>* topology_out = nullptr);
+// Runs on `topology`, which the caller built from config.topology (it is not read again).
+CollectiveRunResult RunCollective(const CollectiveRunConfig& config,
+                                  const topo::Topology& topology);
+
+// The run as `podsim collective --json` prints it: result.ToJson() plus the op, bytes, network,
+// busiest link, step count and the resolved config.
+nlohmann::json CollectiveRunJson(const CollectiveRunConfig& config,
+                                 const CollectiveRunResult& result);
+
+// Times result.schedule again with each transfer's start and end recorded
+// (TimingResult::transfer_start / transfer_end) and stores it in result.timing; the first run
+// leaves them out to keep memory low on big pods.
+void RecordTransferTimes(const CollectiveRunConfig& config, const topo::Topology& topology,
+                         CollectiveRunResult& result);
 
 }  // namespace podsim::experiments

@@ -70,8 +70,13 @@ void CheckExperimentConfig(const nlohmann::json& config, const std::string& conf
 }
 
 RunSummary RunExperimentFile(const std::string& config_path, const RunOptions& options) {
+  return RunExperiment(ReadJsonFile(config_path), config_path, options);
+}
+
+RunSummary RunExperiment(nlohmann::json config, const std::string& config_path,
+                         const RunOptions& options) {
   ExperimentContext ctx;
-  ctx.config = ReadJsonFile(config_path);
+  ctx.config = std::move(config);
   for (const std::string& o : options.overrides) ApplyOverride(ctx.config, o);
   ctx.config_path = config_path;
   ctx.out_dir = options.out_dir;

@@ -43,6 +43,10 @@ struct RunSummary {
 // podsim::Error / ConfigError naming the file and JSON path at fault; a point that fails does
 // not stop the run but is counted in the summary.
 RunSummary RunExperimentFile(const std::string& config_path, const RunOptions& options);
+// The same for a config already read: `config_path` names it in errors and in results.json
+// (a script passes "<dict>" or its own label).
+RunSummary RunExperiment(nlohmann::json config, const std::string& config_path,
+                         const RunOptions& options);
 
 // Validates an experiment config (after overrides) as the runner reads it, without running
 // anything: the same ConfigErrors RunExperimentFile would raise before its first point.

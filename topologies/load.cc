@@ -33,4 +33,27 @@ std::unique_ptr<Topology> LoadTopology(const std::string& name_or_path) {
   }
 }
 
+std::unique_ptr<Topology> LoadTopology(const nlohmann::json& value,
+                                       const std::vector<std::string>& overrides,
+                                       nlohmann::json* expanded) {
+  const bool from_file = value.is_string() && PresetSet::IsFilePath(value.get<std::string>());
+  try {
+    // Overrides apply to {"topology": <expanded config>}, as in experiment configs.
+    nlohmann::json root = {{"topology", ExpandTopologyConfig(value, "topology")}};
+    for (const std::string& assignment : overrides) {
+      ApplyOverride(root, assignment);
+      if (root.size() != 1) {
+        throw ConfigError("override " + assignment +
+                          ": paths start with \"topology.\", e.g. topology.dims[0]=8");
+      }
+    }
+    std::unique_ptr<Topology> topology = LoadTopology(root["topology"], "topology");
+    if (expanded) *expanded = std::move(root["topology"]);
+    return topology;
+  } catch (const ConfigError& e) {
+    if (!from_file) throw;
+    throw e.InFile(value.get<std::string>());  // name the file whose value is bad
+  }
+}
+
 }  // namespace podsim::topo

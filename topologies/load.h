@@ -29,4 +29,13 @@ std::unique_ptr<Topology> LoadTopology(const nlohmann::json& value, const std::s
 // A preset name or a JSON file path; errors about a file start with its name.
 std::unique_ptr<Topology> LoadTopology(const std::string& name_or_path);
 
+// A topology as the CLI and scripts take one: `value` (a preset name, a JSON file or an object)
+// expanded, then the overrides "topology.PATH=VALUE" (base/config.h) applied in order. Errors
+// name the JSON path, and the file when `value` names one; an override whose path does not
+// start with "topology." is an error. `expanded`, if given, receives the config the topology
+// was built from (overrides applied).
+std::unique_ptr<Topology> LoadTopology(const nlohmann::json& value,
+                                       const std::vector<std::string>& overrides,
+                                       nlohmann::json* expanded = nullptr);
+
 }  // namespace podsim::topo
