@@ -80,7 +80,7 @@ int64_t ParseBytes(const std::string& text, const std::string& what) {
   }
   double bytes = v * scale;
   if (scale == 0 || !(bytes >= 1) || bytes > 1e15 || bytes != std::floor(bytes)) {
-    throw Error(what + ": '" + text +
+    throw ConfigError(what + ": '" + text +
                 "' is not a whole positive byte count (e.g. 8MiB, 32MB, 4096)");
   }
   return static_cast<int64_t>(bytes);

@@ -31,7 +31,9 @@ py::list Transfers(const sim::Schedule& schedule, const sim::TimingResult& t) {
   for (size_t i = 0; i < schedule.transfers.size(); ++i) {
     const sim::ChunkTransfer& c = schedule.transfers[i];
     out.append(py::dict("step"_a = c.step, "src"_a = c.src, "dst"_a = c.dst,
-                        "bytes"_a = schedule.Bytes(c), "local"_a = c.local(),
+                        "bytes"_a = schedule.Bytes(c), "elements"_a = c.elements,
+                        "src_offset"_a = c.src_offset, "dst_offset"_a = c.dst_offset,
+                        "local"_a = c.local(),
                         "reduce"_a = c.reduce, "src_buffer"_a = sim::BufferName(c.src_buffer),
                         "dst_buffer"_a = sim::BufferName(c.dst_buffer),
                         "start_us"_a = t.transfer_start[i].micros(),

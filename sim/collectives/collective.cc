@@ -48,7 +48,7 @@ CollectiveKind ParseCollectiveKind(std::string_view name, const std::string& fie
   if (key == "reducescatter") return CollectiveKind::kReduceScatter;
   if (key == "alltoall") return CollectiveKind::kAllToAll;
   if (key == "collectivepermute" || key == "permute") return CollectiveKind::kCollectivePermute;
-  throw Error(field + ": unknown collective '" + std::string(name) +
+  throw ConfigError(field + ": unknown collective '" + std::string(name) +
               "' (known: all-reduce, all-gather, reduce-scatter, all-to-all, collective-permute)");
 }
 
