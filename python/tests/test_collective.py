@@ -102,6 +102,24 @@ def test_arguments_and_overrides():
     assert "step" in explained["explain"]
 
 
+def test_chunks_dtype_and_network_options():
+    one = podsim.collective("all-reduce", ring(8), MIB, algorithm="ring")
+    two = podsim.collective("all-reduce", ring(8), MIB, algorithm="ring", chunks=2)
+    # Two chunks per piece: twice the transfers, each half the bytes.
+    assert two["network_transfers"] == 2 * one["network_transfers"] == 2 * 8 * 14
+    half = podsim.collective("all-reduce", ring(8), MIB, algorithm="ring", dtype_bytes=2,
+                             transfers=True)
+    # 1 MiB of 2-byte elements cut in 8 pieces: 65536 elements a piece.
+    assert {t["elements"] for t in half["transfers"] if not t["local"]} == {MIB // 2 // 8}
+    assert half["time_us"] == pytest.approx(one["time_us"])
+    packet = podsim.collective("all-reduce", ring(8), MIB, algorithm="ring", network="packet",
+                               network_options={"packet_bytes": 4096})
+    assert packet["config"]["network_options"]["packet_bytes"] == 4096
+    with pytest.raises(podsim.ConfigError, match="network_options.packet_bytes"):
+        podsim.collective("all-reduce", ring(8), MIB, network="packet",
+                          network_options={"packet_bytes": 0})
+
+
 def test_same_answer_as_the_cli_json(source_dir):
     import json
     import os

@@ -76,6 +76,35 @@ def test_memory_bound_step_time(source_dir):
     assert as_dict["step_time_us"] == faster["step_time_us"]
 
 
+def test_fusion_keeps_the_intermediate_out_of_hbm(source_dir):
+    device = device_preset(source_dir)
+    m = podsim.Module.parse(f"""HloModule chain
+ENTRY %main {{
+  %a = f32[{N}] parameter(0)
+  %b = f32[{N}] parameter(1)
+  %c = f32[{N}] add(%a, %b)
+  ROOT %d = f32[{N}] negate(%c)
+}}""")
+    hbm, overhead = device["hbm_bandwidth"], device["op_overhead_us"]
+    # Fused: one kernel reads a and b and writes d (12 B per element). Unfused: the add reads
+    # 8 B and writes c, 4 B; the negate reads c and writes d, 8 B: 20 B and two kernels.
+    fused = podsim.simulate(m, "torus-4x4", mesh=1)
+    assert fused["step_time_us"] == pytest.approx(overhead + 12 * N / hbm * 1e6)
+    unfused = podsim.simulate(m, "torus-4x4", mesh=1, fusion=False)
+    assert unfused["step_time_us"] == pytest.approx(2 * overhead + 20 * N / hbm * 1e6)
+
+
+def test_options_reach_the_config():
+    m = podsim.Module.parse(DOT)
+    r = podsim.simulate(m, "tpu-v3-8", mesh=4, network="analytic", async_collectives=False)
+    assert r["config"]["network"]["model"] == "analytic"
+    assert r["config"]["async_collectives"] is False
+    assert r["config"]["num_partitions"] == 4
+    assert "tpu-v3-core" in podsim.device_presets()
+    assert repr(m) == "<podsim.Module dot: 3 instructions>"
+    assert str(m) == m.text()
+
+
 def test_simulate_partitions_and_checks(tmp_path):
     m = podsim.Module.parse(DOT)
     trace = str(tmp_path / "t.json")

@@ -85,3 +85,49 @@ def test_bad_arguments():
         podsim.Topology("torus-4x4", overrides="topology.dims[0]=2")
     assert issubclass(podsim.ConfigError, podsim.Error)
     assert "torus-4x4" in podsim.topology_presets()
+
+
+def test_describe_and_to_dict():
+    t = podsim.Topology("torus-4x4")
+    assert t.describe().startswith("topology torus-4x4: 2D torus 4x4 = 16 chips")
+    d = t.to_dict()
+    assert d["grid"] == {"dims": [4, 4], "wraparound": [True, True]}
+    # On a 4-ring the farthest chip is 2 hops away, so 2 + 2 on the torus. From any chip the
+    # distances along one ring are 0, 1, 2, 1 (sum 4), so the 16 chips sum to 4*4 + 4*4 = 32
+    # hops, over the 15 others: 32/15.
+    assert d["diameter_hops"] == 4
+    assert d["mean_hops"] == pytest.approx(32 / 15)
+    assert "link_list" not in d and len(t.to_dict(links=True)["link_list"]) == 64
+    assert repr(t) == "<podsim.Topology torus-4x4: 16 chips, 16 cores>"
+
+
+def test_data_dir(tmp_path):
+    import os
+    default = podsim.data_dir()
+    assert os.path.isfile(os.path.join(default, "topologies", "presets", "torus-4x4.json"))
+    if os.environ.get("PODSIM_DATA_DIR"):
+        return  # $PODSIM_DATA_DIR wins over set_data_dir
+    try:
+        podsim.set_data_dir(str(tmp_path / "nowhere"))
+        with pytest.raises(podsim.Error, match="nowhere"):
+            podsim.Topology("torus-4x4")
+    finally:
+        podsim.set_data_dir(default)
+    assert podsim.Topology("torus-4x4").num_chips == 16
+
+
+def test_a_json_file_and_its_errors(tmp_path, cli_error):
+    import json
+    good = tmp_path / "ring.json"
+    good.write_text(json.dumps({"kind": "torus", "name": "ring-5", "dims": [5],
+                                "wraparound": [True], "cores_per_chip": 1,
+                                "link_bandwidth": 1e11, "hop_latency_us": 1.0}))
+    t = podsim.Topology(str(good))
+    # A 5-ring: 5 chips, one link each way per chip.
+    assert (t.name, t.num_chips, t.num_links) == ("ring-5", 5, 10)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"kind": "torus", "name": "bad", "dims": [5, 0]}))
+    with pytest.raises(podsim.ConfigError) as e:
+        podsim.Topology(str(bad))
+    assert str(e.value) == cli_error("topology", str(bad))
+    assert str(e.value).startswith(str(bad) + ": ")

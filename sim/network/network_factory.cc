@@ -12,7 +12,7 @@ std::unique_ptr<NetworkModel> MakeNetworkModel(const std::string& name, const to
   if (name == "analytic") return std::make_unique<AnalyticNetwork>(topology);
   if (name == "flow") return std::make_unique<FlowNetwork>(topology, options.flow);
   if (name == "packet") return std::make_unique<PacketNetwork>(topology, options.packet);
-  throw Error("network: unknown model '" + name + "' (expected analytic, flow or packet)");
+  throw ConfigError("network: unknown model '" + name + "' (expected analytic, flow or packet)");
 }
 
 std::string PacketSwitchingName(PacketSwitching switching) {
@@ -20,14 +20,14 @@ std::string PacketSwitchingName(PacketSwitching switching) {
 }
 
 NetworkOptions NetworkOptionsFromJson(const nlohmann::json& json, const std::string& path) {
-  if (!json.is_object()) throw Error(path + ": must be an object, got " + json.dump());
+  if (!json.is_object()) throw ConfigError(path + ": must be an object, got " + json.dump());
   NetworkOptions options;
   for (const auto& [key, value] : json.items()) {
     const std::string where = path + "." + key;
     if (key == "packet_bytes") {
-      if (!value.is_number_integer()) throw Error(where + ": must be an integer, got " + value.dump());
+      if (!value.is_number_integer()) throw ConfigError(where + ": must be an integer, got " + value.dump());
       const int64_t bytes = value.get<int64_t>();
-      if (bytes < 1) throw Error(where + ": must be >= 1, got " + std::to_string(bytes));
+      if (bytes < 1) throw ConfigError(where + ": must be >= 1, got " + std::to_string(bytes));
       options.packet.packet_bytes = bytes;
     } else if (key == "switching") {
       const std::string name = value.is_string() ? value.get<std::string>() : "";
@@ -36,13 +36,13 @@ NetworkOptions NetworkOptionsFromJson(const nlohmann::json& json, const std::str
       } else if (name == "cut-through") {
         options.packet.switching = PacketSwitching::kCutThrough;
       } else {
-        throw Error(where + ": must be \"store-and-forward\" or \"cut-through\", got " + value.dump());
+        throw ConfigError(where + ": must be \"store-and-forward\" or \"cut-through\", got " + value.dump());
       }
     } else if (key == "aggregate_flows") {
-      if (!value.is_boolean()) throw Error(where + ": must be true or false, got " + value.dump());
+      if (!value.is_boolean()) throw ConfigError(where + ": must be true or false, got " + value.dump());
       options.flow.aggregate = value.get<bool>();
     } else {
-      throw Error(where + ": unknown key (expected packet_bytes, switching, aggregate_flows)");
+      throw ConfigError(where + ": unknown key (expected packet_bytes, switching, aggregate_flows)");
     }
   }
   return options;
