@@ -10,7 +10,7 @@ packages=(
   libeigen3-dev nlohmann-json3-dev libbenchmark-dev doctest-dev
   protobuf-compiler libprotobuf-dev
   gnuplot-nox python3
-  python3-dev pybind11-dev pybind11-json-dev python3-numpy python3-pytest
+  python3-dev pybind11-dev pybind11-json-dev python3-numpy python3-pytest python3-jsonschema
 )
 
 missing=()

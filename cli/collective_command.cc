@@ -27,8 +27,12 @@ int CollectiveCommand(const Args& args) {
       "per-partition payload: 8MiB, 32MB, 4096 ...")(
       "topology", po::value<std::string>()->required(), "preset name or JSON file")(
       "algorithm", po::value<std::string>()->default_value("default"),
-      "ring | ring-bidir | torus | direct | dim-staged | default")(
-      "network", po::value<std::string>()->default_value("flow"), "flow | packet | analytic")(
+      "ring | ring-bidir | torus | direct | dim-staged | default | best (time every one that "
+      "applies, report all, keep the fastest)")(
+      "network", po::value<std::string>()->default_value("flow"),
+      "flow: links shared max-min fairly by the transfers in flight (contention, no packets); "
+      "packet: packets queued link by link (most detailed, slowest); analytic: each transfer "
+      "alone on its route, latency + bytes / bandwidth (fastest; ignores contention)")(
       "chunks", po::value<int64_t>()->default_value(1), "pipelining depth of ring/torus pieces")(
       "partitions", po::value<int64_t>()->default_value(0),
       "one group of cores 0..N-1 (default: every core)")(
@@ -71,8 +75,18 @@ int CollectiveCommand(const Args& args) {
   const bool want_trace = vm.count("trace") > 0;
   experiments::CollectiveRunResult r = experiments::RunCollective(run, &topology);
 
+  std::string explanation;
+  if (vm.count("explain")) {
+    if (topology->num_cores() > 64) {
+      std::cerr << "note: --explain is meant for small pods; showing a summary per step\n";
+    }
+    explanation = sim::ExplainSchedule(r.schedule, *topology, &r.timing);
+  }
   if (vm.count("json")) {
-    std::cout << experiments::CollectiveRunJson(run, r).dump(2) << "\n";
+    // Standard output stays one JSON object: the explanation is one of its strings.
+    nlohmann::json out = experiments::CollectiveRunJson(run, r);
+    if (vm.count("explain")) out["explain"] = explanation;
+    std::cout << out.dump(2) << "\n";
   } else {
     std::printf("%s of %lld B per partition over %lld partitions of %s\n",
                 sim::CollectiveKindName(run.kind), static_cast<long long>(run.bytes),
@@ -80,6 +94,14 @@ int CollectiveCommand(const Args& args) {
     std::printf("  algorithm            %s (%d steps, %lld network transfers)\n",
                 r.algorithm.c_str(), r.schedule.num_steps,
                 static_cast<long long>(r.timing.network_transfers));
+    for (const experiments::AlgorithmCandidate& c : r.candidates) {
+      if (c.error.empty()) {
+        std::printf("  tried %-14s %.3f us%s\n", c.algorithm.c_str(), c.time_us,
+                    c.algorithm == r.algorithm ? "  (fastest)" : "");
+      } else {
+        std::printf("  tried %-14s does not apply: %s\n", c.algorithm.c_str(), c.error.c_str());
+      }
+    }
     std::printf("  network model        %s\n", run.network.c_str());
     std::printf("  time                 %.3f us\n", r.time_us);
     std::printf("  algorithm bandwidth  %.3f GB/s\n", r.algorithm_bandwidth / 1e9);
@@ -89,13 +111,28 @@ int CollectiveCommand(const Args& args) {
                   sim::DescribeLink(*topology, r.timing.busiest_link).c_str(),
                   r.timing.busiest_link_bytes / 1e6, 100 * r.timing.busiest_link_utilization);
     }
-    if (r.analytic_us > 0) std::printf("  scaling-book formula %.3f us\n", r.analytic_us);
-  }
-  if (vm.count("explain")) {
-    if (topology->num_cores() > 64) {
-      std::cerr << "note: --explain is meant for small pods; showing a summary per step\n";
+    // Each bound the collective cannot beat, and how far the simulated time is above the
+    // largest (sim/collectives/bounds.h).
+    std::string bounds;
+    for (const auto& [name, value] : {std::pair{"injection", r.bounds.injection_us},
+                                      std::pair{"bisection", r.bounds.bisection_us},
+                                      std::pair{"busiest link (this schedule)", r.bounds.busiest_link_us},
+                                      std::pair{"latency", r.bounds.latency_us}}) {
+      if (!value) continue;
+      char part[96];
+      std::snprintf(part, sizeof(part), "%s%s %.3f us", bounds.empty() ? "" : ", ", name, *value);
+      bounds += part;
     }
-    std::cout << "\n" << sim::ExplainSchedule(r.schedule, *topology, &r.timing);
+    if (!bounds.empty()) {
+      std::printf("  lower bounds         %s\n", bounds.c_str());
+      const double largest = r.bounds.max_us();
+      if (largest > 0) {
+        // The bounds leave out the fixed overhead; so does the time compared with them.
+        std::printf("  time / largest bound %.2fx%s\n", (r.time_us - run.overhead_us) / largest,
+                    run.overhead_us > 0 ? " (time less the overhead)" : "");
+      }
+    }
+    if (!explanation.empty()) std::cout << "\n" << explanation;
   }
   if (want_trace) {
     experiments::RecordTransferTimes(run, *topology, r);

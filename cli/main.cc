@@ -10,6 +10,7 @@
 #include <boost/program_options/errors.hpp>
 
 #include "base/error.h"
+#include "base/version.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 
@@ -42,12 +43,16 @@ void PrintUsage(std::ostream& os) {
   for (const Command& c : Commands()) {
     os << "  " << c.name << std::string(12 - std::string(c.name).size(), ' ') << c.summary << "\n";
   }
-  os << "\n" << podsim::cli::CommonOptions();
+  os << "\n" << podsim::cli::CommonOptions() << "  --version             print podsim's version\n";
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::string(argv[1]) == "--version") {
+    std::cout << "podsim " << podsim::Version() << "\n";
+    return 0;
+  }
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     PrintUsage(argc < 2 ? std::cerr : std::cout);
     return argc < 2 ? 2 : 0;

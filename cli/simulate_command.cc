@@ -60,7 +60,8 @@ int SimulateCommand(const Args& args) {
       ("help,h", "show this help")
       ("topology", po::value<std::string>(), "topology preset name or JSON file (required)")
       ("mesh", po::value<std::string>(), "partitions: 128 or 8x16 (default: every core)")
-      ("device", po::value<std::string>(), "device preset or JSON file (default tpu-v3-core)")
+      ("device", po::value<std::string>(),
+       "device preset or JSON file (default: the topology preset's chip, else tpu-v3-core)")
       ("network", po::value<std::string>(), "network model: analytic, flow (default), packet")
       ("trace", po::value<std::string>(), "write a Chrome trace (Perfetto) to this file")
       ("json", "print results.json instead of the summary")
@@ -105,7 +106,8 @@ int SimulateCommand(const Args& args) {
   if (vm.count("check")) defaults.functional = true;
   const nlohmann::json config = pipeline::SimulationConfig(
       defaults, vm["topology"].as<std::string>(),
-      vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{});
+      vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{},
+      /*device_given=*/vm.count("device") > 0);
 
   // The output directory is claimed before the run, so that a refused --out costs nothing and a
   // run that fails says so in DIR/status.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/version.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "partitioner/sharding_util.h"
@@ -92,6 +93,7 @@ int TopologyCommand(const Args& args) {
   // Everything is computed before anything is printed, so an error prints only the error.
   if (vm.count("json")) {
     nlohmann::json out = topo::DescribeJson(*topology, vm.count("links") > 0);
+    StampVersion(out);
     if (!route.empty()) out["route"] = topo::RouteJson(*topology, route[0], route[1]);
     if (!mesh.empty()) out["mesh_mapping"] = topo::MeshMappingJson(*topology, mesh);
     std::cout << out.dump(2) << "\n";

@@ -5,8 +5,8 @@
 
 #include "base/config.h"
 #include "base/error.h"
+#include "base/version.h"
 #include "sim/collectives/algorithms.h"
-#include "sim/collectives/closed_form.h"
 #include "topologies/load.h"
 
 namespace podsim::experiments {
@@ -81,15 +81,24 @@ nlohmann::json CollectiveRunConfig::ToJson() const {
 }
 
 nlohmann::json CollectiveRunResult::ToJson() const {
-  return {{"time_us", time_us},
-          {"algorithm", algorithm},
-          {"partitions", partitions},
-          {"topology", topology_name},
-          {"algorithm_bandwidth_Bps", algorithm_bandwidth},
-          {"bus_bandwidth_Bps", bus_bandwidth},
-          {"max_link_utilization", timing.max_link_utilization},
-          {"network_transfers", timing.network_transfers},
-          {"scaling_book_us", analytic_us}};
+  nlohmann::json j = {{"time_us", time_us},
+                      {"algorithm", algorithm},
+                      {"partitions", partitions},
+                      {"topology", topology_name},
+                      {"algorithm_bandwidth_Bps", algorithm_bandwidth},
+                      {"bus_bandwidth_Bps", bus_bandwidth},
+                      {"max_link_utilization", timing.max_link_utilization},
+                      {"network_transfers", timing.network_transfers},
+                      {"bounds", bounds.ToJson()}};
+  if (!candidates.empty()) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const AlgorithmCandidate& c : candidates) {
+      list.push_back(c.error.empty() ? nlohmann::json{{"algorithm", c.algorithm}, {"time_us", c.time_us}}
+                                     : nlohmann::json{{"algorithm", c.algorithm}, {"error", c.error}});
+    }
+    j["candidates"] = std::move(list);
+  }
+  return j;
 }
 
 CollectiveRunResult RunCollective(const CollectiveRunConfig& config,
@@ -120,37 +129,75 @@ CollectiveRunResult RunCollective(const CollectiveRunConfig& config,
     for (int64_t p = 0; p < config.partitions; ++p) group[p] = p;
     spec.replica_groups = {group};
   }
-  sim::AlgorithmOptions algo;
-  algo.algorithm = config.algorithm == "default" ? "" : config.algorithm;
-  algo.chunks = static_cast<int>(config.chunks);
+  // As XLA requires of a collective's replica groups (and the IR verifier of podsim's): one
+  // size, so that "over N partitions" and the bus bandwidth mean one thing. The schedule
+  // builders take any sizes (their tests use uneven ones).
+  for (size_t g = 1; g < spec.replica_groups.size(); ++g) {
+    if (spec.replica_groups[g].size() != spec.replica_groups[0].size()) {
+      throw ConfigError("replica_groups[" + std::to_string(g) + "]: " +
+                        std::to_string(spec.replica_groups[g].size()) +
+                        " partitions, but replica_groups[0] has " +
+                        std::to_string(spec.replica_groups[0].size()) +
+                        ": the replica groups must all have the same size");
+    }
+  }
+  if (config.kind == sim::CollectiveKind::kCollectivePermute && spec.source_target_pairs.empty()) {
+    throw ConfigError("source_target_pairs: a collective-permute needs at least one (source, "
+                      "target) pair, e.g. [[0,1],[1,0]] (--pairs); with none it moves nothing");
+  }
+  sim::TimingOptions timing;
+  timing.fixed_overhead = Time::FromMicros(config.overhead_us);
+  // Builds algorithm `name` ("": the default) and times it alone on an idle network.
+  auto build_and_time = [&](const std::string& name, CollectiveRunResult& into) {
+    sim::AlgorithmOptions algo;
+    algo.algorithm = name;
+    algo.chunks = static_cast<int>(config.chunks);
+    into.schedule = sim::BuildSchedule(spec, topology, algo);
+    into.algorithm = into.schedule.algorithm;
+    std::unique_ptr<sim::NetworkModel> network =
+        sim::MakeNetworkModel(config.network, topology, config.network_options);
+    into.timing = sim::RunTiming(into.schedule, topology, *network, timing);
+  };
 
   CollectiveRunResult out;
   out.topology_name = topology.name();
-  out.algorithm = algo.algorithm.empty() ? sim::DefaultAlgorithm(spec, topology) : algo.algorithm;
-  out.schedule = sim::BuildSchedule(spec, topology, algo);
+  if (config.algorithm == "best") {
+    std::string reasons;
+    for (const std::string& name : sim::AlgorithmNames(config.kind)) {
+      CollectiveRunResult trial;
+      try {
+        build_and_time(name, trial);
+      } catch (const Error& e) {  // it does not apply to these groups on this topology
+        out.candidates.push_back({name, 0, e.what()});
+        reasons += (reasons.empty() ? "" : "; ") + name + ": " + e.what();
+        continue;
+      }
+      out.candidates.push_back({name, trial.timing.total.micros(), ""});
+      if (out.algorithm.empty() || trial.timing.total < out.timing.total) {
+        out.algorithm = trial.algorithm;
+        out.schedule = std::move(trial.schedule);
+        out.timing = std::move(trial.timing);
+      }
+    }
+    if (out.algorithm.empty()) throw Error("algorithm: best: no algorithm applies (" + reasons + ")");
+  } else {
+    build_and_time(config.algorithm == "default" ? "" : config.algorithm, out);
+  }
   auto groups = sim::ResolveReplicaGroups(spec, topology.num_cores());
   out.partitions = groups.empty() ? static_cast<int64_t>(spec.source_target_pairs.size())
                                   : static_cast<int64_t>(groups[0].size());
-  std::unique_ptr<sim::NetworkModel> network =
-      sim::MakeNetworkModel(config.network, topology, config.network_options);
-  sim::TimingOptions timing;
-  timing.fixed_overhead = Time::FromMicros(config.overhead_us);
-  out.timing = sim::RunTiming(out.schedule, topology, *network, timing);
   out.time_us = out.timing.total.micros();
   const double seconds = out.timing.total.seconds();
   out.algorithm_bandwidth = seconds > 0 ? static_cast<double>(config.bytes) / seconds : 0;
   out.bus_bandwidth = out.algorithm_bandwidth * sim::BusBandwidthFactor(config.kind, out.partitions);
-  if (config.kind != sim::CollectiveKind::kCollectivePermute) {
-    sim::AnalyticInput in = sim::AnalyticInputFor(spec, topology, out.algorithm);
-    in.fixed_overhead_s = config.overhead_us * 1e-6;
-    out.analytic_us = sim::EstimateScalingBook(in).seconds * 1e6;
-  }
+  out.bounds = sim::ComputeBounds(spec, topology, out.timing.link_bytes);
   return out;
 }
 
 nlohmann::json CollectiveRunJson(const CollectiveRunConfig& config,
                                  const CollectiveRunResult& result) {
   nlohmann::json out = result.ToJson();
+  StampVersion(out);
   out["network"] = config.network;
   out["op"] = sim::CollectiveKindName(config.kind);
   out["bytes"] = config.bytes;

@@ -7,7 +7,8 @@
 //   op          all-reduce | all-gather | reduce-scatter | all-to-all | collective-permute
 //   bytes       per-partition payload (input buffer) in bytes, default 8 MiB
 //   dtype_bytes element width in bytes, default 4
-//   algorithm   "default" or a name from sim/collectives/algorithms.h
+//   algorithm   "default", "best" (every algorithm that applies is timed; the fastest is the
+//               result, the others are listed) or a name from sim/collectives/algorithms.h
 //   chunks      pipelining depth, default 1
 //   network     analytic | flow | packet, default flow
 //   network_options  {packet_bytes, switching, aggregate_flows} (sim/network/network_factory.h)
@@ -22,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/collectives/bounds.h"
 #include "sim/collectives/collective.h"
 #include "sim/collectives/timing.h"
 #include "sim/network/network_factory.h"
@@ -48,6 +50,13 @@ struct CollectiveRunConfig {
   nlohmann::json ToJson() const;
 };
 
+// One algorithm tried by "best": its time, or why it does not apply.
+struct AlgorithmCandidate {
+  std::string algorithm;
+  double time_us = 0;
+  std::string error;  // non-empty: it does not apply (time_us unset)
+};
+
 struct CollectiveRunResult {
   std::string topology_name;
   std::string algorithm;      // resolved ("default" replaced)
@@ -57,10 +66,14 @@ struct CollectiveRunResult {
   double time_us = 0;
   double algorithm_bandwidth = 0;  // payload bytes / time, B/s
   double bus_bandwidth = 0;        // algorithm bandwidth x the collective's bus factor
-  double analytic_us = 0;          // closed-form scaling-book estimate, for comparison
+  sim::CollectiveBounds bounds;     // lower bounds (sim/collectives/bounds.h)
+  // With algorithm "best": every algorithm of the kind, in AlgorithmNames order; the result's
+  // algorithm is the fastest (the first of equals).
+  std::vector<AlgorithmCandidate> candidates;
 
   // The figures of the run: time_us, algorithm, partitions, topology, algorithm_bandwidth_Bps,
-  // bus_bandwidth_Bps, max_link_utilization, network_transfers, scaling_book_us.
+  // bus_bandwidth_Bps, max_link_utilization, network_transfers, bounds; with "best",
+  // candidates: [{algorithm, time_us} or {algorithm, error}].
   nlohmann::json ToJson() const;
 };
 

@@ -237,9 +237,11 @@ RunSummary RunCollectiveSweep(const ExperimentContext& ctx) {
                   std::to_string(pt.partitions));
   }
   WriteFileAtomic(ctx.out_dir + "/results.csv", table.ToString());
-  WriteJsonFile(ctx.out_dir + "/results.json",
-                {{"experiment", "collective_sweep"}, {"name", c.name}, {"config", ctx.config},
-                 {"summary", summary.ToString()}, {"points", points}});
+  WriteResultsJson(ctx, {{"experiment", "collective_sweep"},
+                         {"name", c.name},
+                         {"config", ctx.config},
+                         {"summary", summary.ToString()},
+                         {"points", points}});
   std::vector<std::pair<std::string, bool>> files;
   for (const auto& [key, t] : series) {
     bool has_paper = false;

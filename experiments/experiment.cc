@@ -5,6 +5,8 @@
 
 #include "base/config.h"
 #include "base/error.h"
+#include "base/io.h"
+#include "base/version.h"
 #include "experiments/runners.h"
 #include "report/output_dir.h"
 
@@ -45,6 +47,11 @@ std::string RunSummary::Counts() const {
 
 std::string RunSummary::ToString() const {
   return std::to_string(points()) + (points() == 1 ? " point: " : " points: ") + Counts();
+}
+
+void WriteResultsJson(const ExperimentContext& ctx, nlohmann::json results) {
+  StampVersion(results);
+  WriteJsonFile(ctx.out_dir + "/results.json", results);
 }
 
 void CountPoint(RunSummary& summary, const std::string& status) {

@@ -40,6 +40,7 @@
 #include "models/scopes.h"
 #include "pipeline/simulate.h"
 #include "report/run_report.h"
+#include "sim/device/device.h"
 #include "topologies/load.h"
 
 namespace podsim::experiments {
@@ -340,6 +341,11 @@ RunSummary RunMoeLayerBreakdown(const ExperimentContext& ctx) {
           topo::LoadTopology(topology_json, "points.topology");
       sim::SimOptions options = base;
       options.num_partitions = pt.experts;
+      // No device in "sim": the one the topology names for its chip generation, if any.
+      if (!c.sim.contains("device") && topology_json.contains("device")) {
+        options.device =
+            sim::DeviceSpecFromConfig(topology_json["device"], "points.topology.device");
+      }
       result = pipeline::SimulateMoeLayerPair(model, *topology, options);
     } catch (const Error& e) {
       // The point cannot be simulated (it needs more memory than this machine has, ...): the
@@ -425,7 +431,7 @@ RunSummary RunMoeLayerBreakdown(const ExperimentContext& ctx) {
   }
   WriteFileAtomic(ctx.out_dir + "/results.csv", table.ToString());
   WriteFileAtomic(ctx.out_dir + "/bars.csv", BarsTable(per_point, point_statuses, paper).ToString());
-  WriteJsonFile(ctx.out_dir + "/results.json", out);
+  WriteResultsJson(ctx, out);
   if (!per_point.empty()) report::RenderPlot(ctx.out_dir, "plot", PlotScript(c.name), 1200, 650);
   return summary;
 }

@@ -28,6 +28,10 @@ inline constexpr const char* kPointSkipped = "skipped";
 
 // Counts a point of `status` (one of the names above) into `summary`.
 void CountPoint(RunSummary& summary, const std::string& status);
+
+// Writes `results` (an object) to ctx.out_dir/results.json, atomically, with the podsim and
+// schema versions (base/version.h) added.
+void WriteResultsJson(const ExperimentContext& ctx, nlohmann::json results);
 // kPointOk or kPointOom.
 inline const char* PointStatus(const sim::RunResult& r) {
   return r.status == sim::RunStatus::kOom ? kPointOom : kPointOk;

@@ -253,12 +253,12 @@ RunSummary RunSpmdVsMpmd(const ExperimentContext& ctx) {
   WriteFileAtomic(ctx.out_dir + "/results.csv", table.ToString());
   WriteFileAtomic(ctx.out_dir + "/series_spmd.csv", spmd_series.ToString());
   WriteFileAtomic(ctx.out_dir + "/series_mpmd.csv", mpmd_series.ToString());
-  WriteJsonFile(ctx.out_dir + "/results.json", {{"experiment", "spmd_vs_mpmd"},
-                                                {"name", c.name},
-                                                {"config", ctx.config},
-                                                {"summary", summary.ToString()},
-                                                {"points", points},
-                                                {"mpmd_skipped", skipped}});
+  WriteResultsJson(ctx, {{"experiment", "spmd_vs_mpmd"},
+                         {"name", c.name},
+                         {"config", ctx.config},
+                         {"summary", summary.ToString()},
+                         {"points", points},
+                         {"mpmd_skipped", skipped}});
   std::string note;
   if (!skipped.empty()) {
     note = "(MPMD not run from D=" + std::to_string(skipped[0]["partitions"].get<int64_t>()) +

@@ -3,15 +3,20 @@
 #include "base/config.h"
 #include "base/error.h"
 #include "ir/interpreter.h"
+#include "sim/device/device.h"
 #include "sim/program/simulate.h"
 #include "topologies/load.h"
 
 namespace podsim::pipeline {
 
 nlohmann::json SimulationConfig(const sim::SimOptions& defaults, const nlohmann::json& topology,
-                                const std::vector<std::string>& overrides) {
+                                const std::vector<std::string>& overrides, bool device_given) {
   nlohmann::json config = defaults.ToJson();
   config["topology"] = topo::ExpandTopologyConfig(topology, "topology");
+  if (const auto it = config["topology"].find("device");
+      !device_given && it != config["topology"].end()) {
+    config["device"] = sim::DeviceSpecFromConfig(*it, "topology.device").ToJson();
+  }
   for (const std::string& assignment : overrides) ApplyOverride(config, assignment);
   return config;
 }

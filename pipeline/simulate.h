@@ -31,8 +31,11 @@ namespace podsim::pipeline {
 // The config of one run as JSON: `defaults` (sim::SimOptions::ToJson) with "topology" set to the
 // expanded topology config value, then `overrides` ("PATH=VALUE", base/config.h) applied in
 // order, so that an override reaches every field of the device, the topology and the options.
+// Unless `device_given` (the caller chose defaults.device), the device is the one the topology
+// names ("device": a preset of its chip generation), when it names one.
 nlohmann::json SimulationConfig(const sim::SimOptions& defaults, const nlohmann::json& topology,
-                                const std::vector<std::string>& overrides);
+                                const std::vector<std::string>& overrides,
+                                bool device_given = false);
 
 // One simulated run and everything a caller may want to show of it.
 struct Simulation {

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "base/resources.h"
+#include "base/version.h"
 #include "python/bindings.h"
 
 namespace podsim::python {
@@ -60,7 +61,7 @@ PYBIND11_MODULE(_podsim, m) {
   namespace py = pybind11;
   using namespace podsim::python;
   m.doc() = "podsim: a discrete-event simulator of SPMD programs on TPU-style pods";
-  m.attr("__version__") = PODSIM_VERSION;
+  m.attr("__version__") = podsim::Version();
 
   // ConfigError is registered after Error, so that pybind11 tries it first.
   static py::exception<podsim::Error> error(m, "Error");

@@ -79,7 +79,8 @@ py::dict Simulate(const PyModule& m, py::handle topology, py::handle mesh, py::h
       py::isinstance<PyTopology>(topology) ? topology.cast<PyTopology>().config
                                            : ToJson(topology, "topology");
   const nlohmann::json config =
-      pipeline::SimulationConfig(defaults, topology_config, Overrides(overrides));
+      pipeline::SimulationConfig(defaults, topology_config, Overrides(overrides),
+                                 /*device_given=*/!device.is_none());
 
   nlohmann::json results;
   std::vector<std::string> notes;
@@ -174,7 +175,8 @@ configs ({"tokens_per_group": 1024, "dtype": "bf16", ...}).)")
 module      a podsim.Module: an SPMD program, or a global annotated module (partitioned here)
 topology    a podsim.Topology, preset name, JSON file path or dict
 mesh        partitions: 128, "8x16" or [8, 16] (default: every core)
-device      a device preset name, JSON file path or dict (default tpu-v3-core)
+device      a device preset name, JSON file path or dict (default: the one the topology
+            preset names for its chip generation, else tpu-v3-core)
 network     analytic, flow (default) or packet
 functional  carry real tensors and check them against the interpreter (small pods); seed
             picks the random arguments

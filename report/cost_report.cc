@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "base/version.h"
+
 namespace podsim::report {
 namespace {
 
@@ -19,6 +21,7 @@ nlohmann::json CostJson(const ir::Cost& c) {
 
 nlohmann::json ModuleCostJson(const ir::Module& module, const ir::ModuleCost& cost) {
   nlohmann::json out;
+  StampVersion(out);
   out["module"] = module.name();
   out["total"] = CostJson(cost.total);
   nlohmann::json rows = nlohmann::json::array();

@@ -8,6 +8,7 @@
 
 #include "base/csv.h"
 #include "base/error.h"
+#include "base/version.h"
 #include "base/format.h"
 #include "base/io.h"
 #include "base/units.h"
@@ -37,9 +38,11 @@ nlohmann::json LinkJson(const LinkResult& l) {
 
 nlohmann::json ResultsToJson(const RunResult& r) {
   nlohmann::json j;
+  StampVersion(j);
   j["status"] = RunStatusName(r.status);
   j["module"] = r.module;
   j["topology"] = r.topology;
+  j["device"] = r.device;
   j["num_partitions"] = r.num_partitions;
   j["step_time_us"] = r.step_time.micros();
   j["critical_device"] = r.critical_device;
@@ -196,9 +199,11 @@ void WriteResults(const RunResult& result, const std::string& dir) {
 std::string Summary(const RunResult& r) {
   std::ostringstream os;
   char line[256];
-  std::snprintf(line, sizeof(line), "%s on %s, %lld partitions: step %.1f us (device %lld)\n",
+  std::snprintf(line, sizeof(line),
+                "%s on %s, %lld partitions of %s: step %.1f us (device %lld)\n",
                 r.module.c_str(), r.topology.c_str(), static_cast<long long>(r.num_partitions),
-                r.step_time.micros(), static_cast<long long>(r.critical_device));
+                r.device.c_str(), r.step_time.micros(),
+                static_cast<long long>(r.critical_device));
   os << line;
   std::snprintf(line, sizeof(line),
                 "  compute %.1f us, communication %.1f us (overlapped %.1f, exposed %.1f), idle %.1f us\n",

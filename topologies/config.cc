@@ -249,6 +249,7 @@ TopologyConfig TopologyConfig::FromJson(const nlohmann::json& json, const std::s
   c.hop_latency_us = r.Double("hop_latency_us", c.hop_latency_us);
   c.on_chip_bandwidth = r.Double("on_chip_bandwidth", c.on_chip_bandwidth);
   c.on_chip_latency_us = r.Double("on_chip_latency_us", c.on_chip_latency_us);
+  c.device = r.String("device", c.device);
   c.comments = CommentKeys(json);
   r.Finish();
   c.Validate(path);
@@ -286,6 +287,7 @@ nlohmann::json TopologyConfig::ToJson() const {
   nlohmann::json j = comments.is_object() ? comments : nlohmann::json::object();
   j["kind"] = kind;
   j["name"] = ResolvedName();
+  if (!device.empty()) j["device"] = device;
   if (is_grid()) {
     j["dims"] = dims;
     j["wraparound"] = ResolvedWraparound();

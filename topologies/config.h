@@ -56,6 +56,9 @@ struct TopologyConfig {
   double hop_latency_us = 1.0;        // ICI, microseconds per hop, > 0
   double on_chip_bandwidth = 4.5e11;  // between two cores of a chip, bytes/s per direction, > 0
   double on_chip_latency_us = 0.1;    // between two cores of a chip, microseconds, > 0
+  // The chip generation's device preset (sim/device/presets/NAME.json) that a simulation on
+  // this pod uses unless it is given another; empty: none named (the simulator's default).
+  std::string device;
   // Comment keys of the JSON object ("_notes", "_assumptions"...), kept for Describe().
   nlohmann::json comments = nlohmann::json::object();
 

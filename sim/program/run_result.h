@@ -129,6 +129,7 @@ struct RunResult {
   RunStatus status = RunStatus::kOk;
   std::string module;
   std::string topology;
+  std::string device;  // DeviceSpec::name of the device every partition ran on
   int64_t num_partitions = 0;
   Time step_time;
   int64_t critical_device = 0;

@@ -284,6 +284,7 @@ RunResult Simulate(const ir::Module& module, const topo::Topology& topology,
   RunResult r;
   r.module = module.name();
   r.topology = topology.name();
+  r.device = options.device.name;
   r.num_partitions = partitions;
   r.memory = AnalyzeMemory(plan, static_cast<double>(options.device.hbm_capacity.value),
                            options.async_collectives);

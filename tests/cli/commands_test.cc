@@ -95,6 +95,56 @@ TEST_CASE("bad input is an error naming what is wrong") {
       doctest::Contains("16 partitions do not fit topology 'tpu-v3-8'"), ConfigError);
 }
 
+TEST_CASE("replica groups of different sizes are an error, as in XLA") {
+  std::string out;
+  CHECK_THROWS_WITH_AS(Run(CollectiveCommand,
+                           {"--op", "all-reduce", "--topology", "torus-4x4", "--groups",
+                            "[[0,1,2],[3,4]]"},
+                           &out),
+                       "replica_groups[1]: 2 partitions, but replica_groups[0] has 3: the "
+                       "replica groups must all have the same size",
+                       ConfigError);
+}
+
+TEST_CASE("a collective-permute needs pairs") {
+  std::string out;
+  CHECK_THROWS_WITH_AS(
+      Run(CollectiveCommand, {"--op", "collective-permute", "--topology", "torus-4x4"}, &out),
+      doctest::Contains("source_target_pairs: a collective-permute needs at least one"),
+      ConfigError);
+  CHECK(Run(CollectiveCommand,
+            {"--op", "collective-permute", "--topology", "torus-4x4", "--pairs", "[[0,1]]",
+             "--json"},
+            &out) == 0);
+  CHECK(nlohmann::json::parse(out)["partitions"] == 1);
+}
+
+TEST_CASE("simulate: the device defaults to the topology preset's chip generation") {
+  std::string out;
+  REQUIRE(Run(SimulateCommand, {kMoeLayer, "--topology", "tpu-v4-128", "--mesh", "4", "--json"},
+              &out) == 0);
+  CHECK(nlohmann::json::parse(out)["device"] == "tpu-v4-core");
+  REQUIRE(Run(SimulateCommand,
+              {kMoeLayer, "--topology", "tpu-v4-128", "--mesh", "4", "--device", "tpu-v3-core",
+               "--json"},
+              &out) == 0);
+  CHECK(nlohmann::json::parse(out)["device"] == "tpu-v3-core");
+  // A topology that names no generation keeps the simulator's default; the summary says which.
+  REQUIRE(Run(SimulateCommand, {kMoeLayer, "--topology", "torus-4x4", "--mesh", "4"}, &out) == 0);
+  CHECK(out.find("moe_layer on torus-4x4, 4 partitions of tpu-v3-core: step") == 0);
+  // Overrides reach the topology's device: a slower HBM makes the (memory-bound) toy layer slower.
+  REQUIRE(Run(SimulateCommand, {kMoeLayer, "--topology", "tpu-v5e-8", "--mesh", "4", "--json"},
+              &out) == 0);
+  const nlohmann::json v5e = nlohmann::json::parse(out);
+  CHECK(v5e["device"] == "tpu-v5e-core");
+  REQUIRE(Run(SimulateCommand,
+              {kMoeLayer, "--topology", "tpu-v5e-8", "--mesh", "4", "--set",
+               "device.hbm_bandwidth=1e9", "--json"},
+              &out) == 0);
+  CHECK(nlohmann::json::parse(out)["compute_time_us"].get<double>() >
+        v5e["compute_time_us"].get<double>());
+}
+
 TEST_CASE("--max-file-size bounds the input files every command reads") {
   std::string out;
   // moe_layer.hlo is 8,051 bytes.

@@ -1,0 +1,141 @@
+// Lower bounds (sim/collectives/bounds.h): values derived by hand on rings and small grids, and
+// the law that no network model's time beats them.
+
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/collectives/algorithms.h"
+#include "sim/collectives/bounds.h"
+#include "sim/collectives/collective.h"
+#include "sim/collectives/timing.h"
+#include "sim/network/network_factory.h"
+#include "tests/sim/collectives/collectives_test_util.h"
+#include "topologies/load.h"
+
+namespace podsim::sim {
+namespace {
+
+using testing::Grid;
+
+constexpr double kMiB = 1 << 20;
+
+CollectiveSpec Spec(CollectiveKind kind, double bytes,
+                    std::vector<std::vector<int64_t>> groups = {}) {
+  CollectiveSpec spec;
+  spec.kind = kind;
+  spec.element_bytes = 4;
+  spec.elements = static_cast<int64_t>(bytes / 4);
+  spec.replica_groups = std::move(groups);
+  return spec;
+}
+
+// On a ring of 8 chips (one core each, 1e11 B/s per link and direction, 1 us per hop) every
+// chip has two links out and two in (2e11 B/s each way); the cut through the middle (chips 0-3
+// against 4-7) is crossed by two links each way (3<->4 and the wrap 7<->0).
+TEST_CASE("bounds on a ring of 8, by hand") {
+  const auto ring = Grid({8}, {true});
+  const double two_links = 2e11;
+  SUBCASE("all-gather") {
+    const CollectiveBounds b = ComputeBounds(Spec(CollectiveKind::kAllGather, kMiB), *ring, {});
+    // Each chip receives the 7 other inputs; 4 inputs must cross into each half.
+    CHECK(*b.injection_us == doctest::Approx(7 * kMiB / two_links * 1e6));
+    CHECK(*b.bisection_us == doctest::Approx(4 * kMiB / two_links * 1e6));
+    // The farthest member is 4 hops away.
+    CHECK(*b.latency_us == doctest::Approx(4.0));
+    CHECK(!b.busiest_link_us);  // no schedule given
+  }
+  SUBCASE("all-reduce") {
+    const CollectiveBounds b = ComputeBounds(Spec(CollectiveKind::kAllReduce, kMiB), *ring, {});
+    CHECK(*b.injection_us == doctest::Approx(2.0 * 7 / 8 * kMiB / two_links * 1e6));
+    CHECK(*b.bisection_us == doctest::Approx(kMiB / two_links * 1e6));
+  }
+  SUBCASE("reduce-scatter") {
+    const CollectiveBounds b =
+        ComputeBounds(Spec(CollectiveKind::kReduceScatter, kMiB), *ring, {});
+    // Out: 7 of the 8 shards (B/8 each) need this chip's contribution; half's 4 shards.
+    CHECK(*b.injection_us == doctest::Approx(7.0 / 8 * kMiB / two_links * 1e6));
+    CHECK(*b.bisection_us == doctest::Approx(4.0 / 8 * kMiB / two_links * 1e6));
+  }
+  SUBCASE("all-to-all") {
+    const CollectiveBounds b = ComputeBounds(Spec(CollectiveKind::kAllToAll, kMiB), *ring, {});
+    // 7 of its 8 blocks leave each chip; 4 x 4 blocks of B/8 cross the cut each way.
+    CHECK(*b.injection_us == doctest::Approx(7.0 / 8 * kMiB / two_links * 1e6));
+    CHECK(*b.bisection_us == doctest::Approx(16.0 / 8 * kMiB / two_links * 1e6));
+  }
+  SUBCASE("collective-permute and a schedule's busiest link") {
+    CollectiveSpec spec = Spec(CollectiveKind::kCollectivePermute, kMiB);
+    spec.source_target_pairs = {{0, 4}, {1, 2}};
+    std::vector<double> link_bytes(ring->links().size(), 0.0);
+    link_bytes[3] = 3 * kMiB;
+    const CollectiveBounds b = ComputeBounds(spec, *ring, link_bytes);
+    CHECK(*b.injection_us == doctest::Approx(kMiB / two_links * 1e6));
+    // 0 -> 4 crosses the cut, 1 -> 2 does not.
+    CHECK(*b.bisection_us == doctest::Approx(kMiB / two_links * 1e6));
+    CHECK(*b.latency_us == doctest::Approx(4.0));
+    CHECK(*b.busiest_link_us == doctest::Approx(3 * kMiB / 1e11 * 1e6));
+  }
+}
+
+TEST_CASE("bounds that do not apply are absent, not 0") {
+  // Two cores of one chip: no ICI traffic is needed; only the on-chip latency bounds it.
+  const auto chips = Grid({2, 2}, {true, true}, /*cores_per_chip=*/2);
+  const CollectiveBounds same_chip =
+      ComputeBounds(Spec(CollectiveKind::kAllGather, kMiB, {{0, 1}}), *chips, {});
+  CHECK(!same_chip.injection_us);
+  CHECK(!same_chip.bisection_us);
+  CHECK(*same_chip.latency_us == doctest::Approx(chips->links()[chips->Route(0, 1)[0]].latency.micros()));
+  // A custom graph has no grid cut.
+  const auto hypercube = topo::LoadTopology("hypercube-16");
+  const CollectiveBounds custom =
+      ComputeBounds(Spec(CollectiveKind::kAllToAll, kMiB), *hypercube, {});
+  CHECK(!custom.bisection_us);
+  CHECK(custom.injection_us);
+  // Nothing to move: only the latency bound.
+  const CollectiveBounds empty = ComputeBounds(Spec(CollectiveKind::kAllReduce, 0), *chips, {});
+  CHECK(!empty.injection_us);
+  CHECK(!empty.bisection_us);
+  CHECK(empty.latency_us);
+  CHECK(empty.ToJson()["injection_us"].is_null());
+}
+
+// The law: no network model that accounts for contention beats a lower bound.
+TEST_CASE("flow and packet times respect every lower bound") {
+  std::vector<std::unique_ptr<topo::Topology>> pods;
+  pods.push_back(Grid({8}, {true}));
+  pods.push_back(Grid({3, 5}, {true, true}));
+  pods.push_back(Grid({4, 4}, {false, false}));
+  pods.push_back(Grid({2, 3, 2}, {true, true, false}, /*cores_per_chip=*/2));
+  pods.push_back(topo::LoadTopology("hypercube-16"));
+  pods.push_back(topo::LoadTopology("tpu-v4-256-twisted"));
+  for (const auto& pod : pods) {
+    for (CollectiveKind kind : kCollectiveKinds) {
+      CollectiveSpec spec = Spec(kind, 256 * 1024);
+      if (kind == CollectiveKind::kCollectivePermute) {
+        for (int64_t p = 0; p < pod->num_cores(); ++p) {
+          spec.source_target_pairs.push_back({p, (p + pod->num_cores() / 2) % pod->num_cores()});
+        }
+      }
+      const Schedule schedule = BuildSchedule(spec, *pod, AlgorithmOptions{});
+      for (const std::string model : {"flow", "packet"}) {
+        if (model == "packet" && pod->num_cores() > 64) continue;
+        CAPTURE(pod->name());
+        CAPTURE(CollectiveKindName(kind));
+        CAPTURE(model);
+        auto network = MakeNetworkModel(model, *pod, NetworkOptions{});
+        const TimingResult t = RunTiming(schedule, *pod, *network);
+        const CollectiveBounds b = ComputeBounds(spec, *pod, t.link_bytes);
+        const double time_us = t.total.micros();
+        for (const auto& bound : {b.injection_us, b.bisection_us, b.busiest_link_us, b.latency_us}) {
+          if (bound) CHECK(time_us >= *bound * (1 - 1e-9));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace podsim::sim
