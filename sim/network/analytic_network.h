@@ -1,11 +1,19 @@
 #pragma once
-// Analytic (alpha-beta) network: each transfer takes, on each of its paths, the sum of the hop
-// latencies plus path bytes / the path's bottleneck bandwidth, as if it were alone in the pod.
-// It ignores contention between transfers entirely: transfers sharing a link do not slow each
-// other down, so it is a lower bound on the flow and packet models. A transfer split over several
-// paths (tie-split routing) takes the longest path's latency plus the time its most loaded link
-// needs for the bytes this transfer puts on it (its own paths may share links). The
-// per-algorithm closed forms of the scaling book live with the collective algorithms, not here.
+// Analytic network, contention-aware. Every directed link keeps a backlog: the time at which it
+// will have sent every byte given to it so far at its full bandwidth. The transfers that start
+// at one time form a batch; each link frees at its backlog and sends the batch's bytes on it one
+// transfer after the other, in start order. A transfer ends when the last of its links has sent
+// its bytes, plus its path's hop latencies: end = max over its links of (when that link has sent
+// them) + latency. Alone on the pod a transfer takes the alpha-beta time (latencies + bytes over
+// the bottleneck); links shared by several transfers serialise them, so the busiest link bounds
+// every step as it does physically (the injection, bisection and busiest-link bounds of
+// sim/collectives/bounds.h hold), in the manner of ASTRA-sim's congestion-aware analytical
+// backend. What it leaves out: a transfer held up on one link does not delay its bytes on the
+// next (each link is charged as if the bytes were there at once), and transfers sharing a link
+// take turns instead of sharing it max-min fairly; so single transfers end earlier or later than
+// in the flow model. Bandwidth-bound all-to-alls end within a few percent of the flow model;
+// multi-step algorithms whose steps overlap on shared links can differ by up to about 25%
+// (docs/collectives.md, "Network models").
 //
 // LinkBytes: a transfer's bytes count on every link of its paths as soon as it starts.
 
@@ -25,18 +33,34 @@ class AnalyticNetwork : public NetworkModel {
 
   std::string name() const override { return "analytic"; }
   void Start(TransferId id, int64_t src_core, int64_t dst_core, Bytes bytes, Time now) override;
-  Time NextEventTime() const override { return completions_.NextTime(); }
+  Time NextEventTime() const override;
   std::vector<TransferId> Advance(Time t) override;
   const std::vector<double>& LinkBytes() const override { return link_bytes_; }
 
-  // Duration of one transfer on an idle pod (see above).
+  // Duration of one transfer on an idle pod: the alpha-beta time (see above).
   Time Duration(int64_t src_core, int64_t dst_core, Bytes bytes) const;
 
  private:
+  // One path of a started transfer, on the links of its batch.
+  struct Part {
+    TransferId id;
+    std::vector<int64_t> links;
+    int64_t bytes;
+    int64_t latency_ps;  // of the path
+  };
+  // Times the batch started at pending_time_ (NextEventTime and Advance call it first).
+  void FlushBatch() const;
+
   const topo::Topology& topology_;
   Time time_;                    // model time: the last Start or Advance
   std::vector<double> link_bytes_;  // per directed link
-  internal::CompletionQueue completions_;
+  // The batch and the link state it updates; mutable because NextEventTime (const) must see the
+  // completions of the transfers started at the current time.
+  mutable std::vector<Part> pending_;
+  mutable std::vector<TransferId> pending_ids_;  // every transfer of the batch, in start order
+  mutable Time pending_time_;
+  mutable std::vector<Time> backlog_;  // per directed link: when it has sent its bytes so far
+  mutable internal::CompletionQueue completions_;
 };
 
 }  // namespace podsim::sim

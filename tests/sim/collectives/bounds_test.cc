@@ -102,8 +102,8 @@ TEST_CASE("bounds that do not apply are absent, not 0") {
   CHECK(empty.ToJson()["injection_us"].is_null());
 }
 
-// The law: no network model that accounts for contention beats a lower bound.
-TEST_CASE("flow and packet times respect every lower bound") {
+// The law: no network model beats a lower bound (all three account for contention).
+TEST_CASE("analytic, flow and packet times respect every lower bound") {
   std::vector<std::unique_ptr<topo::Topology>> pods;
   pods.push_back(Grid({8}, {true}));
   pods.push_back(Grid({3, 5}, {true, true}));
@@ -120,7 +120,7 @@ TEST_CASE("flow and packet times respect every lower bound") {
         }
       }
       const Schedule schedule = BuildSchedule(spec, *pod, AlgorithmOptions{});
-      for (const std::string model : {"flow", "packet"}) {
+      for (const std::string model : {"analytic", "flow", "packet"}) {
         if (model == "packet" && pod->num_cores() > 64) continue;
         CAPTURE(pod->name());
         CAPTURE(CollectiveKindName(kind));

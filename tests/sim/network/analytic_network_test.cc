@@ -16,9 +16,9 @@ using testing::kPsPerMicro;
 using testing::kPsPerSecond;
 using testing::RunToCompletion;
 
-TEST_CASE("analytic: latency sum + bytes / bottleneck, no contention") {
-  // Path 0 -> 1 -> 2: links of 100 B/s and 50 B/s, 1 us latency each. 100 B: bottleneck 50 B/s
-  // -> 2 s, + 2 us of latency. A second transfer over the same links is not slowed down.
+TEST_CASE("analytic: alone, latency sum + bytes / bottleneck; shared links serialise") {
+  // Path 0 -> 1 -> 2: links a of 100 B/s and b of 50 B/s, 1 us latency each. 100 B alone: the
+  // bottleneck b takes 2 s, + 2 us of latency.
   HandTopology topo(3);
   const int64_t a = topo.AddLink(0, 1, 100, kPsPerMicro);
   const int64_t b = topo.AddLink(1, 2, 50, kPsPerMicro);
@@ -26,16 +26,22 @@ TEST_CASE("analytic: latency sum + bytes / bottleneck, no contention") {
   topo.SetRoute(1, 2, {b});
   AnalyticNetwork net(topo);
   CHECK(net.Duration(0, 2, Bytes{100}).picos() == 2 * kPsPerSecond + 2 * kPsPerMicro);
+  // One batch at t = 0. Link a sends transfer 1 by 1 s, 2 by 2 s. Link b sends, in start order,
+  // 1 by 2 s, 2 by 4 s, 3 (50 B) by 5 s. Each ends at its later link + its path latency.
   net.Start(1, 0, 2, Bytes{100}, Time());
   net.Start(2, 0, 2, Bytes{100}, Time());
-  net.Start(3, 1, 2, Bytes{50}, Time());  // 1 s + 1 us
-  net.Start(4, 1, 1, Bytes{50}, Time());  // same core: at once
+  net.Start(3, 1, 2, Bytes{50}, Time());
+  // A later batch queues behind link b's backlog (5 s): 50 B more by 6 s, + 1 us.
+  net.Start(5, 1, 2, Bytes{50}, Time::Picos(kPsPerSecond));
   const auto done = RunToCompletion(net);
   CHECK(done.at(1).picos() == 2 * kPsPerSecond + 2 * kPsPerMicro);
-  CHECK(done.at(2).picos() == 2 * kPsPerSecond + 2 * kPsPerMicro);
-  CHECK(done.at(3).picos() == kPsPerSecond + kPsPerMicro);
-  CHECK(done.at(4).picos() == 0);
-  CHECK(net.LinkBytes() == std::vector<double>{200, 250});
+  CHECK(done.at(2).picos() == 4 * kPsPerSecond + 2 * kPsPerMicro);
+  CHECK(done.at(3).picos() == 5 * kPsPerSecond + kPsPerMicro);
+  CHECK(done.at(5).picos() == 6 * kPsPerSecond + kPsPerMicro);
+  CHECK(net.LinkBytes() == std::vector<double>{200, 300});
+  AnalyticNetwork local(topo);
+  local.Start(4, 1, 1, Bytes{50}, Time());  // same core: at once
+  CHECK(RunToCompletion(local).at(4).picos() == 0);
 }
 
 TEST_CASE("analytic: a split transfer ends with its slowest path") {
