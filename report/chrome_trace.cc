@@ -90,7 +90,8 @@ void WriteChromeTrace(const TraceData& trace, const std::string& path) {
 }
 
 // Chrome trace: one track (tid) per directed link that carried traffic, one slice per transfer
-// on each link of its route, at most `max_events` slices.
+// on each link of each of its paths (a tie-split transfer has one per path, with that path's
+// share of the bytes, as the timing run and --json count them), at most `max_events` slices.
 nlohmann::json CollectiveLinkTrace(const sim::Schedule& schedule, const sim::TimingResult& timing,
                                    const topo::Topology& topo, const std::string& topology_name,
                                    size_t max_events) {
@@ -103,20 +104,24 @@ nlohmann::json CollectiveLinkTrace(const sim::Schedule& schedule, const sim::Tim
     if (x.src == x.dst) continue;
     const double ts = timing.transfer_start[t].micros();
     const double dur = (timing.transfer_end[t] - timing.transfer_start[t]).micros();
-    for (int64_t link : topo.Route(x.src, x.dst)) {
-      if (count++ >= max_events) {
-        truncated = true;
-        break;
+    const int64_t bytes = x.elements * schedule.element_bytes;
+    for (const topo::Topology::WeightedPath& path : topo.RouteSplit(x.src, x.dst)) {
+      for (int64_t link : path.links) {
+        if (count++ >= max_events) {
+          truncated = true;
+          break;
+        }
+        if (!named[link]) {
+          named[link] = true;
+          events.push_back({{"ph", "M"}, {"pid", 1}, {"tid", link}, {"name", "thread_name"},
+                            {"args", {{"name", sim::DescribeLink(topo, link)}}}});
+        }
+        events.push_back({{"ph", "X"}, {"pid", 1}, {"tid", link}, {"ts", ts}, {"dur", dur},
+                          {"name", "step " + std::to_string(x.step)},
+                          {"args", {{"src", x.src}, {"dst", x.dst},
+                                    {"bytes", static_cast<double>(bytes) * path.fraction}}}});
       }
-      if (!named[link]) {
-        named[link] = true;
-        events.push_back({{"ph", "M"}, {"pid", 1}, {"tid", link}, {"name", "thread_name"},
-                          {"args", {{"name", sim::DescribeLink(topo, link)}}}});
-      }
-      events.push_back({{"ph", "X"}, {"pid", 1}, {"tid", link}, {"ts", ts}, {"dur", dur},
-                        {"name", "step " + std::to_string(x.step)},
-                        {"args", {{"src", x.src}, {"dst", x.dst},
-                                  {"bytes", x.elements * schedule.element_bytes}}}});
+      if (truncated) break;
     }
   }
   events.push_back({{"ph", "M"}, {"pid", 1}, {"name", "process_name"},

@@ -38,10 +38,12 @@ struct TimingResult {
   int64_t local_bytes = 0;    // bytes of local copies / reductions
   // Bytes each directed link carried during this run (the model's LinkBytes growth), by link id.
   std::vector<double> link_bytes;
-  int64_t busiest_link = -1;  // id of the link with the most bytes (-1: no network traffic)
+  // The link busy for the longest time, bytes / bandwidth (-1: no network traffic); on links of
+  // one bandwidth, the one that carried the most bytes.
+  int64_t busiest_link = -1;
   double busiest_link_bytes = 0;
-  // Busiest link's bytes / (its bandwidth * total), in [0, 1]: the utilisation of the link that
-  // carried the most bytes. max_link_utilization is the largest such ratio over all links.
+  // Busiest link's bytes / (its bandwidth * total), in [0, 1]; max_link_utilization is the same
+  // number (the largest utilisation over all links is the busiest link's).
   double busiest_link_utilization = 0;
   double max_link_utilization = 0;
   std::vector<Time> transfer_start;  // per transfer, with TimingOptions::record_transfers

@@ -144,7 +144,7 @@ struct RunResult {
   std::vector<CollectiveResult> collectives;
   std::vector<OpResult> ops;               // compute steps, in program order
   LinkSummary links;
-  std::vector<LinkResult> busy_links;      // by bytes, descending (ties: id)
+  std::vector<LinkResult> busy_links;      // by utilisation, descending (ties: id)
   std::vector<DeviceResult> devices;       // per partition
   MemoryResult memory;
   int64_t fusion_groups = 0;               // launched compute ops in the program (static)

@@ -210,8 +210,10 @@ void Report(const ProgramPlan& plan, const topo::Topology& topology, const SimOp
     r.links.max_utilization = std::max(r.links.max_utilization, link.utilization);
     r.busy_links.push_back(std::move(link));
   }
+  // Busiest first: the longest busy (bytes / bandwidth, i.e. utilisation over the step), so
+  // links.busiest is the link of links.max_utilization.
   std::stable_sort(r.busy_links.begin(), r.busy_links.end(),
-                   [](const LinkResult& a, const LinkResult& b) { return a.bytes > b.bytes; });
+                   [](const LinkResult& a, const LinkResult& b) { return a.utilization > b.utilization; });
   if (!r.busy_links.empty()) r.links.busiest = r.busy_links.front();
   if (r.links.links > 0) r.links.mean_utilization = utilization_sum / static_cast<double>(r.links.links);
   if (r.links.busy_links > 0) {
