@@ -33,7 +33,8 @@ int CollectiveCommand(const Args& args) {
       "flow: links shared max-min fairly by the transfers in flight (contention, no packets); "
       "packet: packets queued link by link (most detailed, slowest); analytic: each transfer "
       "alone on its route, latency + bytes / bandwidth (fastest; ignores contention)")(
-      "chunks", po::value<int64_t>()->default_value(1), "pipelining depth of ring/torus pieces")(
+      "chunks", po::value<int64_t>()->default_value(1), "pipelining depth of ring/torus pieces: steps overlap under the analytic and packet "
+      "models; the flow model shares a step's sub-chunks, so they do not")(
       "partitions", po::value<int64_t>()->default_value(0),
       "one group of cores 0..N-1 (default: every core)")(
       "groups", po::value<std::string>(), "replica groups as JSON: [[0,1],[2,3]]")(
