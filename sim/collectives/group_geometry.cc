@@ -181,8 +181,39 @@ std::optional<BoxGroup> AnalyzeBox(const topo::Topology& topology,
 RingOrder ChooseRingOrder(const topo::Topology& topology, const std::vector<int64_t>& group) {
   RingOrder ring;
   if (topology.grid() == nullptr) {
-    ring.members = group;
-    ring.how = "group order (not a grid topology)";
+    // A tour that follows the graph, independent of how the group is listed: from the lowest
+    // partition id, always on to the nearest member not yet visited (fewest hops; ties: lowest
+    // id). Large groups are taken in id order, which is also independent of the listing.
+    std::vector<int64_t> left = group;
+    std::sort(left.begin(), left.end());
+    constexpr size_t kMaxTourMembers = 1024;
+    if (left.size() > kMaxTourMembers) {
+      ring.members = left;
+      ring.how = "partition id order (a custom graph; group of more than 1024)";
+    } else {
+      ring.members.push_back(left.front());
+      left.erase(left.begin());
+      while (!left.empty()) {
+        const int64_t at = ring.members.back();
+        size_t best = 0;
+        int64_t best_hops = topology.Hops(at, left[0]);
+        for (size_t i = 1; i < left.size(); ++i) {
+          const int64_t h = topology.Hops(at, left[i]);
+          if (h < best_hops) {
+            best = i;
+            best_hops = h;
+          }
+        }
+        ring.members.push_back(left[best]);
+        left.erase(left.begin() + static_cast<std::ptrdiff_t>(best));
+      }
+      ring.how = "nearest-neighbour tour of the custom graph from the lowest id";
+    }
+    ring.single_hops = true;
+    for (size_t i = 0; i < ring.members.size() && ring.members.size() > 1; ++i) {
+      const int64_t next = ring.members[(i + 1) % ring.members.size()];
+      if (topology.Hops(ring.members[i], next) != 1) ring.single_hops = false;
+    }
     return ring;
   }
   if (std::optional<BoxGroup> box = AnalyzeBox(topology, group)) {
