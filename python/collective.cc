@@ -108,8 +108,10 @@ void BindCollective(py::module_& m) {
 op          all-reduce | all-gather | reduce-scatter | all-to-all | collective-permute
 topology    a podsim.Topology, preset name, JSON file path or dict
 bytes       per-partition payload: an int or "8MiB", "32MB", ...
-algorithm   "default" or an algorithm name (ring, ring-bidir, torus, direct, dim-staged)
-network     flow (max-min fair flows), packet (store-and-forward packets) or analytic
+algorithm   "default", "best" (time every one that applies, keep the fastest, list them under
+            "candidates") or a name: ring, ring-bidir, torus, direct, dim-staged
+network     flow (links shared max-min fairly), packet (packets queued link by link) or
+            analytic (links take turns; fastest)
 chunks      pipelining depth of ring / torus pieces
 partitions  one group of cores 0..N-1 (0: every core); or groups=[[0,1],[2,3]]
 pairs       collective-permute pairs [[0,1],[1,0]]
@@ -117,7 +119,7 @@ overrides   "PATH=VALUE" strings or a dict, applied to the config (topology.link
 transfers   also return every transfer with its start and end time
 explain     also return the step-by-step text of --explain
 
-Returns the --json dict (time_us, algorithm, bandwidths, busiest link, config) plus
+Returns the --json dict (time_us, algorithm, bandwidths, busiest link, lower bounds, config) plus
 link_bytes and link_utilization (NumPy arrays by link id when NumPy is installed, else lists)
 and step_times (one dict per step).)");
 }

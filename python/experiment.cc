@@ -24,7 +24,8 @@ struct ConfigArgument {
 
 ConfigArgument ReadConfigArgument(py::handle config, py::handle overrides) {
   ConfigArgument c;
-  if (py::isinstance<py::str>(config) || py::isinstance(config, py::module_::import("os").attr("PathLike"))) {
+  if (py::isinstance<py::str>(config) ||
+      py::isinstance(config, py::module_::import("os").attr("PathLike"))) {
     c.path = py::str(config).cast<std::string>();
     py::gil_scoped_release release;
     c.config = ReadJsonFile(c.path);
@@ -61,7 +62,9 @@ py::dict ReadResults(const std::string& out) {
     py::gil_scoped_release release;
     results = ReadJsonFile((dir / "results.json").string());
     std::error_code ec;
-    if (std::filesystem::is_regular_file(dir / "status", ec)) status = ReadFile((dir / "status").string());
+    if (std::filesystem::is_regular_file(dir / "status", ec)) {
+      status = ReadFile((dir / "status").string());
+    }
   }
   py::dict d = FromJson(results);
   // DIR/status: "status: done" and details (report/output_dir.h).
