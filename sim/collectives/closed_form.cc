@@ -320,7 +320,7 @@ AnalyticInput AnalyticInputFor(const CollectiveSpec& spec, const topo::Topology&
   const bool has_cores = !in.axes.empty() && in.axes.front().core_axis;
   if (algorithm == "torus" && spec.kind == CollectiveKind::kAllReduce) {
     std::reverse(in.axes.begin() + (has_cores ? 1 : 0), in.axes.end());
-  } else if (has_cores) {
+  } else if (has_cores && algorithm != "torus") {
     std::rotate(in.axes.begin(), in.axes.begin() + 1, in.axes.end());
   }
   return in;
