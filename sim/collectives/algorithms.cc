@@ -7,6 +7,9 @@
 #include "base/format.h"
 #include "base/memory.h"
 #include "sim/collectives/algorithms_internal.h"
+#include "sim/collectives/closed_form.h"
+#include "sim/collectives/timing.h"
+#include "sim/network/analytic_network.h"
 #include "sim/collectives/group_geometry.h"
 
 namespace podsim::sim {
@@ -68,13 +71,43 @@ std::string DefaultAlgorithm(const CollectiveSpec& spec, const topo::Topology& t
   if (spec.kind == CollectiveKind::kAllToAll || spec.kind == CollectiveKind::kCollectivePermute) {
     return "direct";
   }
-  if (topology.grid() == nullptr) return "ring-bidir";
-  bool all_multi_axis_boxes = true;
+  bool all_multi_axis_boxes = topology.grid() != nullptr;
   for (const auto& group : groups) {
+    if (!all_multi_axis_boxes) break;
     const auto box = AnalyzeBox(topology, group);
     if (!box || box->axes.size() < 2) all_multi_axis_boxes = false;
   }
-  return all_multi_axis_boxes ? "torus" : "ring-bidir";
+  std::vector<std::string> candidates = {"ring-bidir", "ring"};
+  if (all_multi_axis_boxes) candidates.insert(candidates.begin(), "torus");
+  int64_t members = 0;
+  for (const auto& group : groups) members += static_cast<int64_t>(group.size());
+  // The candidate that finishes first: timed on the contention-aware analytic network when
+  // the groups are small enough for their schedules to be cheap, else by the alpha-beta closed
+  // form (closed_form.h). Ties go to the earlier candidate.
+  constexpr int64_t kTimedChoiceMaxMembers = 256;
+  std::string best;
+  double best_s = 0;
+  for (const std::string& name : candidates) {
+    double s = 0;
+    try {
+      if (members <= kTimedChoiceMaxMembers) {
+        AlgorithmOptions options;
+        options.algorithm = name;
+        const Schedule schedule = BuildSchedule(spec, topology, options);
+        AnalyticNetwork network(topology);
+        s = RunTiming(schedule, topology, network).total.seconds();
+      } else {
+        s = EstimateAlphaBeta(AnalyticInputFor(spec, topology, name)).seconds;
+      }
+    } catch (const Error&) {
+      continue;  // it does not apply, or has no closed form for this shape
+    }
+    if (best.empty() || s < best_s) {
+      best = name;
+      best_s = s;
+    }
+  }
+  return best.empty() ? "ring-bidir" : best;
 }
 
 Schedule BuildSchedule(const CollectiveSpec& spec, const topo::Topology& topology,
