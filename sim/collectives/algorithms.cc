@@ -59,7 +59,8 @@ std::vector<std::string> AlgorithmNames(CollectiveKind kind) {
   switch (kind) {
     case CollectiveKind::kAllReduce:
     case CollectiveKind::kAllGather:
-    case CollectiveKind::kReduceScatter: return {"ring", "ring-bidir", "torus", "direct"};
+    case CollectiveKind::kReduceScatter:
+      return {"ring", "ring-bidir", "torus", "direct", "halving-doubling"};
     case CollectiveKind::kAllToAll: return {"direct", "dim-staged"};
     case CollectiveKind::kCollectivePermute: return {"direct"};
   }
@@ -79,6 +80,14 @@ std::string DefaultAlgorithm(const CollectiveSpec& spec, const topo::Topology& t
   }
   std::vector<std::string> candidates = {"ring-bidir", "ring"};
   if (all_multi_axis_boxes) candidates.insert(candidates.begin(), "torus");
+  // Recursive halving-doubling, for groups of a power-of-two size (on a hypercube its partners
+  // are neighbours; on a mesh its few steps beat the torus algorithm's closing hops).
+  bool powers_of_two = true;
+  for (const auto& group : groups) {
+    const auto g = static_cast<int64_t>(group.size());
+    powers_of_two = powers_of_two && g >= 1 && (g & (g - 1)) == 0;
+  }
+  if (powers_of_two) candidates.push_back("halving-doubling");
   int64_t members = 0;
   for (const auto& group : groups) members += static_cast<int64_t>(group.size());
   // The candidate that finishes first: timed on the contention-aware analytic network when
@@ -157,6 +166,8 @@ Schedule BuildSchedule(const CollectiveSpec& spec, const topo::Topology& topolog
     internal::BuildTorus(context, schedule);
   } else if (algorithm == "direct") {
     internal::BuildDirect(context, schedule);
+  } else if (algorithm == "halving-doubling") {
+    internal::BuildHalvingDoubling(context, schedule);
   } else if (algorithm == "dim-staged") {
     internal::BuildAllToAllStaged(context, schedule);
   }

@@ -14,10 +14,14 @@
 //                 collective-permute).
 //   "dim-staged"  all-to-all in one stage per axis, aggregated messages between neighbours of
 //                 one axis (box groups on grid topologies).
+//   "halving-doubling"  recursive halving (reduce-scatter) and doubling (all-gather) between
+//                 partners one bit apart in group index, log2(g) steps each (all-reduce,
+//                 all-gather, reduce-scatter; groups of a power-of-two size, any topology).
 // Default (DefaultAlgorithm): all-to-all and collective-permute: "direct" (GShard's all-to-all:
 // every pair at once, routed dimension by dimension). All-reduce, all-gather, reduce-scatter:
 // of "torus" (on a grid topology when every group is a box spanning >= 2 axes, the core axis
-// counting), "ring-bidir" and "ring", the one that finishes first: timed on the
+// counting), "ring-bidir", "ring" and, for groups of a power-of-two size, "halving-doubling",
+// the one that finishes first: timed on the
 // contention-aware analytic network when the groups hold at most 256 members in all, else by
 // the alpha-beta closed form (closed_form.h). tests/experiments/default_algorithm_test.cc checks
 // it against `best` on the presets.

@@ -3,7 +3,6 @@
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
-#include <set>
 #include <string>
 
 #include "experiments/collective_run.h"
@@ -13,12 +12,6 @@ namespace podsim::experiments {
 namespace {
 
 TEST_CASE("default is within 10% of the best algorithm on every preset up to 256 cores") {
-  // Known misses, where the analytic model that picks (sim/collectives/algorithms.h) misjudges
-  // the flow model's contention: on hypercube-16 the bidirectional ring's reverse direction
-  // closes over a 3-hop route that shares links with the ring's own edges, which the analytic
-  // model charges as if the bytes were on all three links at once. The flow model makes that
-  // ring 1.5x (all-gather) and 1.15x (reduce-scatter) slower than the unidirectional one.
-  const std::set<std::string> known = {"hypercube-16 all-gather", "hypercube-16 reduce-scatter"};
   int cases = 0;
   for (const std::string& preset : topo::TopologyPresets().Names()) {
     const auto topology = topo::LoadTopology(preset);
@@ -38,10 +31,6 @@ TEST_CASE("default is within 10% of the best algorithm on every preset up to 256
       CAPTURE(best.algorithm);
       CAPTURE(chosen.algorithm);
       ++cases;
-      if (known.count(name)) {
-        CHECK(chosen.time_us > 1.10 * best.time_us);  // still missed: update the list when fixed
-        continue;
-      }
       CHECK(chosen.time_us <= 1.10 * best.time_us);
     }
   }
