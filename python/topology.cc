@@ -23,11 +23,13 @@ PyTopology LoadPyTopology(py::handle spec, py::handle overrides) {
   return t;
 }
 
-void CheckCore(const topo::Topology& t, int64_t core, const char* what) {
-  if (core < 0 || core >= t.num_cores()) {
-    throw ConfigError(std::string(what) + ": core " + std::to_string(core) +
-                      " does not exist (topology " + t.name() + " has " +
-                      std::to_string(t.num_cores()) + " cores)");
+void CheckCores(const topo::Topology& t, const char* what, int64_t src, int64_t dst) {
+  for (int64_t core : {src, dst}) {
+    if (core < 0 || core >= t.num_cores()) {
+      throw ConfigError(std::string(what) + ": core " + std::to_string(core) +
+                        " does not exist (topology " + t.name() + " has " +
+                        std::to_string(t.num_cores()) + " cores)");
+    }
   }
 }
 
@@ -82,8 +84,7 @@ Topology(spec, overrides=None)
       .def(
           "route",
           [](const PyTopology& t, int64_t src, int64_t dst) {
-            CheckCore(*t.topology, src, "route");
-            CheckCore(*t.topology, dst, "route");
+            CheckCores(*t.topology, "route", src, dst);
             return FromJson(topo::RouteJson(*t.topology, src, dst));
           },
           py::arg("src"), py::arg("dst"),
@@ -91,8 +92,7 @@ Topology(spec, overrides=None)
       .def(
           "route_links",
           [](const PyTopology& t, int64_t src, int64_t dst) {
-            CheckCore(*t.topology, src, "route_links");
-            CheckCore(*t.topology, dst, "route_links");
+            CheckCores(*t.topology, "route_links", src, dst);
             return t.topology->Route(src, dst);
           },
           py::arg("src"), py::arg("dst"), "The directed link ids from src to dst, in hop order.")

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <numeric>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "base/error.h"
@@ -283,7 +285,11 @@ class PlanBuilder {
     if (it != options_.algorithms.end()) c.algorithm = it->second;
     try {
       if (c.algorithm.algorithm.empty() || c.algorithm.algorithm == "default") {
-        c.algorithm.algorithm = DefaultAlgorithm(c.spec, topology_);
+        // The default is timed (algorithms.h): once per distinct collective of the module.
+        const DefaultKey key{c.spec.kind, c.spec.elements, c.spec.element_bytes, c.groups};
+        auto [known, fresh] = default_algorithms_.try_emplace(key);
+        if (fresh) known->second = DefaultAlgorithm(c.spec, topology_);
+        c.algorithm.algorithm = known->second;
       } else {
         const auto names = AlgorithmNames(c.spec.kind);
         if (std::find(names.begin(), names.end(), c.algorithm.algorithm) == names.end()) {
@@ -348,6 +354,9 @@ class PlanBuilder {
   ir::ModuleCost costs_;
   ProgramPlan plan_;
   std::unordered_map<std::string, int32_t> category_index_;
+  using DefaultKey =
+      std::tuple<CollectiveKind, int64_t, int64_t, std::vector<std::vector<int64_t>>>;
+  std::map<DefaultKey, std::string> default_algorithms_;
 };
 
 }  // namespace
