@@ -97,31 +97,50 @@ void ValidateGrid(const TopologyConfig& c, const std::string& path) {
     FailAt(JoinPath(path, "links_per_neighbor"),
            "must be >= 1, got " + std::to_string(c.links_per_neighbor));
   }
-  if (c.twist) {
-    const std::string twist_path = JoinPath(path, "twist");
-    const int ndims = static_cast<int>(c.dims.size());
-    const TwistConfig& t = *c.twist;
+  const std::vector<bool> wraps = c.ResolvedWraparound();
+  const int ndims = static_cast<int>(c.dims.size());
+  std::vector<bool> twisted(c.dims.size(), false);
+  for (size_t i = 0; i < c.twists.size(); ++i) {
+    const std::string twist_path =
+        c.twists.size() == 1 ? JoinPath(path, "twist") : IndexPath(JoinPath(path, "twist"), i);
+    const TwistConfig& t = c.twists[i];
     if (t.dim < 0 || t.dim >= ndims) {
       FailAt(JoinPath(twist_path, "dim"),
              "must be in [0, " + std::to_string(ndims - 1) + "], got " + std::to_string(t.dim));
     }
-    if (!c.ResolvedWraparound()[t.dim] || c.dims[t.dim] < 2) {
+    if (!wraps[t.dim] || c.dims[t.dim] < 2) {
       FailAt(JoinPath(twist_path, "dim"), "dimension " + std::to_string(t.dim) +
                                               " must have wraparound and size >= 2 to be twisted");
     }
+    if (twisted[t.dim]) {
+      FailAt(JoinPath(twist_path, "dim"),
+             "dimension " + std::to_string(t.dim) + " is twisted twice (one twist per dimension)");
+    }
+    twisted[t.dim] = true;
+  }
+  for (size_t i = 0; i < c.twists.size(); ++i) {
+    const std::string twist_path =
+        c.twists.size() == 1 ? JoinPath(path, "twist") : IndexPath(JoinPath(path, "twist"), i);
+    const TwistConfig& t = c.twists[i];
     const std::string off_path = JoinPath(twist_path, "offsets");
     if (t.offsets.size() != c.dims.size()) {
       FailAt(off_path, "must have one entry per dimension (" + std::to_string(ndims) + "), got " +
                            std::to_string(t.offsets.size()));
     }
     for (int e = 0; e < ndims; ++e) {
-      if (e == t.dim && t.offsets[e] != 0) {
+      if (t.offsets[e] == 0) continue;
+      if (e == t.dim) {
         FailAt(IndexPath(off_path, e),
                "the twisted dimension's own offset must be 0, got " + std::to_string(t.offsets[e]));
       }
       if (t.offsets[e] < 0 || t.offsets[e] >= c.dims[e]) {
         FailAt(IndexPath(off_path, e), "must be in [0, " + std::to_string(c.dims[e] - 1) +
                                            "], got " + std::to_string(t.offsets[e]));
+      }
+      if (!wraps[e] || twisted[e]) {
+        FailAt(IndexPath(off_path, e),
+               "a twist may shift only dimensions that wrap and are not twisted themselves; "
+               "dimension " + std::to_string(e) + (twisted[e] ? " is twisted" : " does not wrap"));
       }
     }
   }
@@ -226,12 +245,22 @@ TopologyConfig TopologyConfig::FromJson(const nlohmann::json& json, const std::s
     c.tie_break = ParseTieBreak(
         r.Choice("tie_break", {"positive", "split", "alternate"}, TieBreakName(c.tie_break)));
     if (r.Has("twist")) {
-      JsonReader t = r.Object("twist");
-      TwistConfig twist;
-      twist.dim = t.Int("dim");
-      twist.offsets = t.IntArray("offsets");
-      t.Finish();
-      c.twist = std::move(twist);
+      // One twist as an object, or several as an array of them.
+      const nlohmann::json& value = r.Value("twist");
+      const std::string twist_path = r.PathOf("twist");
+      auto read = [&](const nlohmann::json& v, const std::string& p) {
+        JsonReader t(v, p);
+        TwistConfig twist;
+        twist.dim = t.Int("dim");
+        twist.offsets = t.IntArray("offsets");
+        t.Finish();
+        c.twists.push_back(std::move(twist));
+      };
+      if (value.is_array()) {
+        for (size_t i = 0; i < value.size(); ++i) read(value[i], IndexPath(twist_path, i));
+      } else {
+        read(value, twist_path);
+      }
     }
   } else {
     c.num_chips = r.Int("num_chips");
@@ -293,7 +322,10 @@ nlohmann::json TopologyConfig::ToJson() const {
     j["wraparound"] = ResolvedWraparound();
     j["links_per_neighbor"] = links_per_neighbor;
     j["tie_break"] = TieBreakName(tie_break);
-    if (twist) j["twist"] = {{"dim", twist->dim}, {"offsets", twist->offsets}};
+    nlohmann::json twist_json = nlohmann::json::array();
+    for (const TwistConfig& t : twists) twist_json.push_back({{"dim", t.dim}, {"offsets", t.offsets}});
+    if (twists.size() == 1) j["twist"] = twist_json[0];
+    if (twists.size() > 1) j["twist"] = std::move(twist_json);
   } else {
     j["num_chips"] = num_chips;
     nlohmann::json edges = nlohmann::json::array();

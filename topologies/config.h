@@ -13,8 +13,12 @@
 
 namespace podsim::topo {
 
-// Twisted torus (TPU v4 style): crossing the wraparound of `dim` in the + direction also shifts
-// each other coordinate e by offsets[e] (mod dims[e]). E.g. 4x4x8 with dim 2, offsets [2,2,0].
+// One twisted wraparound (TPU v4 style): crossing the wraparound of `dim` in the + direction also
+// shifts each other coordinate e by offsets[e] (mod dims[e]); the - direction shifts back. TPU v4's
+// k x k x 2k slices twist both short dimensions by k along the long one: dims [4,4,8],
+// {dim 0, offsets [0,0,4]} and {dim 1, offsets [0,0,4]}. A twist may shift only dimensions that
+// wrap and are not themselves twisted, so the wiring is the Cayley graph of an abelian group and
+// the order in which wraps are crossed does not matter.
 struct TwistConfig {
   int64_t dim = 0;               // the twisted dimension: wraparound, size >= 2
   std::vector<int64_t> offsets;  // one per dimension, 0 <= offsets[e] < dims[e], offsets[dim] == 0
@@ -43,7 +47,7 @@ struct TopologyConfig {
   // Physical links between two neighbour chips; they act as one link of n x the bandwidth.
   int64_t links_per_neighbor = 1;
   TieBreak tie_break = TieBreak::kSplit;  // destination exactly half a ring away
-  std::optional<TwistConfig> twist;       // twisted torus: routed by BFS shortest paths
+  std::vector<TwistConfig> twists;        // twisted wraparounds, at most one per dimension
 
   // --- custom ---
   int64_t num_chips = 0;  // chips 0 .. num_chips-1

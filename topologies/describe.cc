@@ -227,8 +227,12 @@ nlohmann::json DescribeJson(const Topology& topology, bool include_links) {
   j["num_cores"] = topology.num_cores();
   if (const GridShape* g = topology.grid()) {
     j["grid"] = {{"dims", g->dims}, {"wraparound", g->wraparound}};
-    if (g->twist_dim >= 0) {
-      j["grid"]["twist"] = {{"dim", g->twist_dim}, {"offsets", g->twist_offsets}};
+    if (g->AnyTwist()) {
+      nlohmann::json twists = nlohmann::json::array();
+      for (size_t d = 0; d < g->dims.size(); ++d) {
+        if (g->Twisted(d)) twists.push_back({{"dim", d}, {"offsets", g->twist_offsets[d]}});
+      }
+      j["grid"]["twist"] = std::move(twists);
     }
   }
   const LinkStats ici = Stats(topology, LinkKind::kIci);

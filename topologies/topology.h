@@ -43,10 +43,14 @@ enum class TieBreak : uint8_t { kPositive, kSplit, kAlternate };
 struct GridShape {
   std::vector<int64_t> dims;     // chips along each dimension, each >= 1
   std::vector<bool> wraparound;  // per dimension: ring (true) or line (false)
-  // Twisted torus: crossing the wraparound of twist_dim in the + direction also shifts every
-  // other coordinate e by twist_offsets[e] (mod dims[e]); the - direction shifts back.
-  int twist_dim = -1;                  // -1: no twist
-  std::vector<int64_t> twist_offsets;  // one per dimension (empty without twist)
+  // Twisted torus: crossing the wraparound of a twisted dimension d in the + direction also
+  // shifts every other coordinate e by twist_offsets[d][e] (mod dims[e]); the - direction shifts
+  // back. twist_offsets[d] is empty when d is not twisted (and twist_offsets is empty when no
+  // dimension is).
+  std::vector<std::vector<int64_t>> twist_offsets;
+
+  bool Twisted(size_t d) const { return d < twist_offsets.size() && !twist_offsets[d].empty(); }
+  bool AnyTwist() const { return !twist_offsets.empty(); }
 };
 
 class Topology {

@@ -1,5 +1,7 @@
 #include "topologies/torus.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <sstream>
 #include <stdexcept>
 #include <utility>
@@ -7,7 +9,6 @@
 #include "base/config.h"
 #include "topologies/describe.h"
 #include "topologies/on_chip_links.h"
-#include "topologies/shortest_paths.h"
 
 namespace podsim::topo {
 
@@ -21,9 +22,11 @@ TorusTopology::TorusTopology(TopologyConfig config) : config_(std::move(config))
   name_ = config_.ResolvedName();
   grid_.dims = config_.dims;
   grid_.wraparound = config_.wraparound;
-  if (config_.twist) {
-    grid_.twist_dim = static_cast<int>(config_.twist->dim);
-    grid_.twist_offsets = config_.twist->offsets;
+  for (const TwistConfig& t : config_.twists) {
+    // A twist of all zeros is a plain wraparound.
+    if (std::all_of(t.offsets.begin(), t.offsets.end(), [](int64_t o) { return o == 0; })) continue;
+    grid_.twist_offsets.resize(grid_.dims.size());
+    grid_.twist_offsets[static_cast<size_t>(t.dim)] = t.offsets;
   }
   ndims_ = static_cast<int>(grid_.dims.size());
   strides_.assign(ndims_, 1);
@@ -38,7 +41,28 @@ TorusTopology::TorusTopology(TopologyConfig config) : config_(std::move(config))
   }
   BuildLinks();
   if (twisted()) {
-    router_ = std::make_unique<ShortestPathRouter>(num_chips_, links_, RouteMetric::kHops);
+    for (int d = 0; d < ndims_; ++d) {
+      if (grid_.Twisted(static_cast<size_t>(d))) twisted_dims_.push_back(d);
+    }
+    int64_t keys = 1;
+    for (int d = 0; d < ndims_ && keys <= (int64_t{1} << 22); ++d) keys *= 2 * grid_.dims[d] - 1;
+    if (keys <= (int64_t{1} << 22)) {
+      wrap_begin_.reserve(static_cast<size_t>(keys) + 1);
+      wrap_begin_.push_back(0);
+      std::vector<int64_t> delta(static_cast<size_t>(ndims_));
+      std::vector<int16_t> choices;
+      for (int64_t key = 0; key < keys; ++key) {
+        int64_t rest = key;
+        for (int d = ndims_ - 1; d >= 0; --d) {
+          const int64_t span = 2 * grid_.dims[d] - 1;
+          delta[static_cast<size_t>(d)] = rest % span - (grid_.dims[d] - 1);
+          rest /= span;
+        }
+        SolveWraps(delta.data(), choices);
+        wrap_choices_.insert(wrap_choices_.end(), choices.begin(), choices.end());
+        wrap_begin_.push_back(static_cast<int32_t>(wrap_choices_.size()));
+      }
+    }
   }
 }
 
@@ -61,11 +85,12 @@ void TorusTopology::BuildLinks() {
         if (crosses_wrap && !grid_.wraparound[d]) continue;
         next = (next + n) % n;
         int64_t dst = chip + (next - coords[d]) * strides_[d];
-        if (crosses_wrap && d == grid_.twist_dim) {
+        if (crosses_wrap && grid_.Twisted(static_cast<size_t>(d))) {
+          const std::vector<int64_t>& offsets = grid_.twist_offsets[static_cast<size_t>(d)];
           for (int e = 0; e < ndims_; ++e) {
             if (e == d) continue;
             const int64_t m = grid_.dims[e];
-            const int64_t shifted = ((coords[e] + direction * grid_.twist_offsets[e]) % m + m) % m;
+            const int64_t shifted = ((coords[e] + direction * offsets[e]) % m + m) % m;
             dst += (shifted - coords[e]) * strides_[e];
           }
         }
@@ -100,20 +125,37 @@ void TorusTopology::CheckCore(int64_t core) const {
 }
 
 int64_t TorusTopology::PlanLegs(int64_t src_chip, int64_t dst_chip, int64_t src_local,
-                                Leg* legs) const {
+                                const int16_t* wraps, Leg* legs) const {
   int64_t total = 0;
+  size_t twisted_index = 0;
   for (int d = 0; d < ndims_; ++d) {
     const int64_t n = grid_.dims[d];
     const int64_t s = coords_[src_chip * ndims_ + d];
     const int64_t t = coords_[dst_chip * ndims_ + d];
     Leg& leg = legs[d];
     leg = Leg{};
-    if (s == t) continue;
+    int64_t diff = t - s;
+    if (wraps != nullptr) {
+      if (grid_.Twisted(static_cast<size_t>(d))) {
+        // Crossing the twisted wraparound a_d times: the walk along d is diff + a_d * n.
+        diff += wraps[twisted_index++] * n;
+        leg.steps = diff < 0 ? -diff : diff;
+        leg.direction = diff < 0 ? -1 : +1;
+        total += leg.steps;
+        continue;
+      }
+      // Each crossing of a twisted wraparound has shifted this coordinate by the twist's offset.
+      for (size_t i = 0; i < twisted_dims_.size(); ++i) {
+        diff -= wraps[i] * grid_.twist_offsets[static_cast<size_t>(twisted_dims_[i])][d];
+      }
+    }
     if (!grid_.wraparound[d]) {
-      leg.steps = t > s ? t - s : s - t;
-      leg.direction = t > s ? +1 : -1;
+      if (diff == 0) continue;
+      leg.steps = diff > 0 ? diff : -diff;
+      leg.direction = diff > 0 ? +1 : -1;
     } else {
-      const int64_t forward = (t - s + n) % n;
+      const int64_t forward = (diff % n + n) % n;
+      if (forward == 0) continue;
       const int64_t backward = n - forward;
       if (forward != backward) {
         leg.steps = forward < backward ? forward : backward;
@@ -130,6 +172,103 @@ int64_t TorusTopology::PlanLegs(int64_t src_chip, int64_t dst_chip, int64_t src_
   return total;
 }
 
+int64_t TorusTopology::DeltaKey(int64_t src_chip, int64_t dst_chip) const {
+  int64_t key = 0;
+  for (int d = 0; d < ndims_; ++d) {
+    const int64_t n = grid_.dims[d];
+    key = key * (2 * n - 1) + (coords_[dst_chip * ndims_ + d] - coords_[src_chip * ndims_ + d]) +
+          (n - 1);
+  }
+  return key;
+}
+
+void TorusTopology::SolveWraps(const int64_t* delta, std::vector<int16_t>& out) const {
+  out.clear();
+  const size_t k = twisted_dims_.size();
+  // Cost of a choice: |walk| along each twisted dimension plus the shorter way round (or the
+  // line distance) along each other one.
+  auto cost = [&](const std::vector<int64_t>& a) {
+    int64_t total = 0;
+    size_t ti = 0;
+    for (int d = 0; d < ndims_; ++d) {
+      const int64_t n = grid_.dims[d];
+      if (grid_.Twisted(static_cast<size_t>(d))) {
+        total += std::abs(delta[d] + a[ti++] * n);
+        continue;
+      }
+      int64_t diff = delta[d];
+      for (size_t i = 0; i < k; ++i) {
+        diff -= a[i] * grid_.twist_offsets[static_cast<size_t>(twisted_dims_[i])][d];
+      }
+      if (!grid_.wraparound[d]) {
+        total += std::abs(diff);
+      } else {
+        const int64_t forward = (diff % n + n) % n;
+        total += std::min(forward, n - forward);
+      }
+    }
+    return total;
+  };
+  // An upper bound: the fewest steps along each twisted dimension on its own.
+  std::vector<int64_t> a(k);
+  for (size_t i = 0; i < k; ++i) {
+    const int64_t n = grid_.dims[twisted_dims_[i]];
+    const int64_t dd = delta[twisted_dims_[i]];
+    a[i] = 2 * std::abs(dd) > n ? (dd > 0 ? -1 : 1) : 0;
+  }
+  int64_t best = cost(a);
+  // Every choice whose twisted walks alone fit in `best`, a_d ascending per dimension, dims in
+  // order: depth-first with the partial sum of twisted walks as the bound.
+  std::vector<std::vector<int16_t>> found;
+  std::vector<int64_t> lo(k), hi(k);
+  for (size_t i = 0; i < k; ++i) {
+    const int64_t n = grid_.dims[twisted_dims_[i]];
+    const int64_t dd = delta[twisted_dims_[i]];
+    lo[i] = -((best + dd) / n) - 1;
+    hi[i] = (best - dd) / n + 1;
+  }
+  auto visit = [&](auto& self, size_t i, int64_t partial) -> void {
+    if (i == k) {
+      const int64_t c = cost(a);
+      if (c < best) {
+        best = c;
+        found.clear();
+      }
+      if (c == best) found.emplace_back(a.begin(), a.end());
+      return;
+    }
+    const int64_t n = grid_.dims[twisted_dims_[i]];
+    const int64_t dd = delta[twisted_dims_[i]];
+    for (int64_t v = lo[i]; v <= hi[i]; ++v) {
+      const int64_t walk = std::abs(dd + v * n);
+      if (partial + walk > best) continue;
+      a[i] = v;
+      self(self, i + 1, partial + walk);
+    }
+  };
+  visit(visit, 0, 0);
+  for (const std::vector<int16_t>& f : found) out.insert(out.end(), f.begin(), f.end());
+}
+
+size_t TorusTopology::ShortestWraps(int64_t src_chip, int64_t dst_chip,
+                                    std::vector<int16_t>& out) const {
+  const size_t k = twisted_dims_.size();
+  if (!wrap_begin_.empty()) {
+    const int64_t key = DeltaKey(src_chip, dst_chip);
+    const auto begin = wrap_choices_.begin() + wrap_begin_[static_cast<size_t>(key)];
+    const auto end = wrap_choices_.begin() + wrap_begin_[static_cast<size_t>(key) + 1];
+    out.assign(begin, end);
+  } else {
+    std::vector<int64_t> delta(static_cast<size_t>(ndims_));
+    for (int d = 0; d < ndims_; ++d) {
+      delta[static_cast<size_t>(d)] =
+          coords_[dst_chip * ndims_ + d] - coords_[src_chip * ndims_ + d];
+    }
+    SolveWraps(delta.data(), out);
+  }
+  return out.size() / k;
+}
+
 void TorusTopology::WriteLegs(int64_t src_chip, const Leg* legs, uint32_t flip,
                               int64_t* out) const {
   int64_t cur = src_chip;
@@ -144,6 +283,14 @@ void TorusTopology::WriteLegs(int64_t src_chip, const Leg* legs, uint32_t flip,
     const int64_t wrap_step = -direction * (n - 1) * stride;
     const int64_t last = direction > 0 ? n - 1 : 0;  // the coordinate whose next step wraps
     const int dir_bit = direction < 0;
+    if (twisted()) {  // a twisted wrap also moves other coordinates: follow the links
+      for (int64_t k = 0; k < leg.steps; ++k) {
+        const int32_t id = neighbor_link_[(cur * ndims_ + d) * 2 + dir_bit];
+        *out++ = id;
+        cur = links_[static_cast<size_t>(id)].dst_chip;
+      }
+      continue;
+    }
     int64_t c = coords_[cur * ndims_ + d];
     for (int64_t k = 0; k < leg.steps; ++k) {
       *out++ = neighbor_link_[(cur * ndims_ + d) * 2 + dir_bit];
@@ -176,51 +323,37 @@ void TorusTopology::AppendRoute(int64_t src_core, int64_t dst_core,
     out.push_back(OnChipLinkId(first_on_chip_link_, cpc, src_core, dst_core));
     return;
   }
-  if (router_) {
-    const std::vector<int64_t> route = router_->Route(src_chip, dst_chip);
-    out.insert(out.end(), route.begin(), route.end());
-    return;
-  }
+  const int64_t src_local = src_core % cpc;
   Leg legs[kMaxDims];
+  const int16_t* wraps = nullptr;
+  std::vector<int16_t> choices;
+  if (twisted()) {
+    const size_t count = ShortestWraps(src_chip, dst_chip, choices);
+    // Ties between wrap choices: the first (positive, split) or by parity (alternate).
+    size_t pick = 0;
+    if (config_.tie_break == TieBreak::kAlternate) {
+      int64_t parity = src_local;
+      for (int d = 0; d < ndims_; ++d) parity += coords_[src_chip * ndims_ + d];
+      pick = static_cast<size_t>(parity) % count;
+    }
+    wraps = choices.data() + pick * twisted_dims_.size();
+  }
   const size_t start = out.size();
-  out.resize(start + PlanLegs(src_chip, dst_chip, src_core % cpc, legs));
+  out.resize(start + PlanLegs(src_chip, dst_chip, src_local, wraps, legs));
   WriteLegs(src_chip, legs, 0, out.data() + start);
 }
 
 std::vector<Topology::WeightedPath> TorusTopology::RouteSplit(int64_t src_core,
                                                               int64_t dst_core) const {
-  const int64_t cpc = config_.cores_per_chip;
-  if (config_.tie_break != TieBreak::kSplit || router_ || src_core / cpc == dst_core / cpc) {
-    return {{Route(src_core, dst_core), 1.0}};
-  }
-  CheckCore(src_core);
-  CheckCore(dst_core);
-  const int64_t src_chip = src_core / cpc;
-  Leg legs[kMaxDims];
-  const int64_t hops = PlanLegs(src_chip, dst_core / cpc, src_core % cpc, legs);
-  std::vector<int> tie_dims;
-  for (int d = 0; d < ndims_; ++d) {
-    if (legs[d].tie) tie_dims.push_back(d);
-  }
-  // Every combination of directions on the tied dimensions, all equally long: 2^k paths.
-  const uint32_t combos = 1u << tie_dims.size();
-  std::vector<WeightedPath> paths(combos);
-  for (uint32_t m = 0; m < combos; ++m) {
-    uint32_t flip = 0;
-    for (size_t i = 0; i < tie_dims.size(); ++i) {
-      if ((m >> i) & 1u) flip |= 1u << tie_dims[i];
-    }
-    paths[m].links.resize(hops);
-    WriteLegs(src_chip, legs, flip, paths[m].links.data());
-    paths[m].fraction = 1.0 / static_cast<double>(combos);
-  }
+  std::vector<WeightedPath> paths;
+  paths.resize(RouteSplitInto(src_core, dst_core, paths));
   return paths;
 }
 
 size_t TorusTopology::RouteSplitInto(int64_t src_core, int64_t dst_core,
                                      std::vector<WeightedPath>& out) const {
   const int64_t cpc = config_.cores_per_chip;
-  if (config_.tie_break != TieBreak::kSplit || router_ || src_core / cpc == dst_core / cpc) {
+  if (config_.tie_break != TieBreak::kSplit || src_core / cpc == dst_core / cpc) {
     if (out.empty()) out.resize(1);
     out[0].links.clear();
     AppendRoute(src_core, dst_core, out[0].links);
@@ -230,26 +363,37 @@ size_t TorusTopology::RouteSplitInto(int64_t src_core, int64_t dst_core,
   CheckCore(src_core);
   CheckCore(dst_core);
   const int64_t src_chip = src_core / cpc;
-  Leg legs[kMaxDims];
-  const int64_t hops = PlanLegs(src_chip, dst_core / cpc, src_core % cpc, legs);
-  int tie_dims[kMaxDims];
-  size_t ties = 0;
-  for (int d = 0; d < ndims_; ++d) {
-    if (legs[d].tie) tie_dims[ties++] = d;
-  }
-  // As RouteSplit: every combination of directions on the tied dimensions, 2^ties paths.
-  const uint32_t combos = 1u << ties;
-  if (out.size() < combos) out.resize(combos);
-  for (uint32_t m = 0; m < combos; ++m) {
-    uint32_t flip = 0;
-    for (size_t i = 0; i < ties; ++i) {
-      if ((m >> i) & 1u) flip |= 1u << tie_dims[i];
+  const int64_t dst_chip = dst_core / cpc;
+  // Wrap choices of a twisted torus (one "choice" of nothing on a plain one), each with every
+  // combination of directions on its half-ring ties; the bytes split evenly over the choices,
+  // then evenly over a choice's tie combinations.
+  std::vector<int16_t> choices;
+  const size_t k = twisted_dims_.size();
+  const size_t count = twisted() ? ShortestWraps(src_chip, dst_chip, choices) : 1;
+  size_t n = 0;
+  for (size_t c = 0; c < count; ++c) {
+    const int16_t* wraps = twisted() ? choices.data() + c * k : nullptr;
+    Leg legs[kMaxDims];
+    const int64_t hops = PlanLegs(src_chip, dst_chip, src_core % cpc, wraps, legs);
+    int tie_dims[kMaxDims];
+    size_t ties = 0;
+    for (int d = 0; d < ndims_; ++d) {
+      if (legs[d].tie) tie_dims[ties++] = d;
     }
-    out[m].links.resize(static_cast<size_t>(hops));
-    WriteLegs(src_chip, legs, flip, out[m].links.data());
-    out[m].fraction = 1.0 / static_cast<double>(combos);
+    const uint32_t combos = 1u << ties;
+    if (out.size() < n + combos) out.resize(n + combos);
+    for (uint32_t m = 0; m < combos; ++m) {
+      uint32_t flip = 0;
+      for (size_t i = 0; i < ties; ++i) {
+        if ((m >> i) & 1u) flip |= 1u << tie_dims[i];
+      }
+      WeightedPath& path = out[n++];
+      path.links.resize(static_cast<size_t>(hops));
+      WriteLegs(src_chip, legs, flip, path.links.data());
+      path.fraction = 1.0 / static_cast<double>(combos) / static_cast<double>(count);
+    }
   }
-  return combos;
+  return n;
 }
 
 int64_t TorusTopology::Hops(int64_t src_core, int64_t dst_core) const {
@@ -260,13 +404,39 @@ int64_t TorusTopology::Hops(int64_t src_core, int64_t dst_core) const {
   const int64_t src_chip = src_core / cpc;
   const int64_t dst_chip = dst_core / cpc;
   if (src_chip == dst_chip) return 1;
-  if (router_) return router_->Hops(src_chip, dst_chip);
   Leg legs[kMaxDims];
-  return PlanLegs(src_chip, dst_chip, 0, legs);
+  std::vector<int16_t> choices;
+  if (twisted()) ShortestWraps(src_chip, dst_chip, choices);
+  return PlanLegs(src_chip, dst_chip, 0, twisted() ? choices.data() : nullptr, legs);
+}
+
+std::vector<int64_t> TorusTopology::TwistedRepresentatives() const {
+  // Shifting every chip by one step along a wrapped dimension maps the wiring onto itself (the
+  // wrapped dimensions form an abelian group's Cayley graph; twists never touch a line), so the
+  // distances from a chip are those from the chip with the same line coordinates and every
+  // wrapped coordinate 0.
+  std::vector<int64_t> chips = {0};
+  for (int d = 0; d < ndims_; ++d) {
+    if (grid_.wraparound[d]) continue;
+    std::vector<int64_t> next;
+    for (int64_t c : chips) {
+      for (int64_t x = 0; x < grid_.dims[d]; ++x) next.push_back(c + x * strides_[d]);
+    }
+    chips = std::move(next);
+  }
+  return chips;
 }
 
 int64_t TorusTopology::Diameter() const {
-  if (router_) return router_->Diameter();
+  if (twisted()) {
+    int64_t diameter = 0;
+    for (int64_t s : TwistedRepresentatives()) {
+      for (int64_t t = 0; t < num_chips_; ++t) {
+        if (t != s) diameter = std::max(diameter, Hops(s * config_.cores_per_chip, t * config_.cores_per_chip));
+      }
+    }
+    return diameter;
+  }
   int64_t diameter = 0;
   for (int d = 0; d < ndims_; ++d) {
     const int64_t n = grid_.dims[d];
@@ -277,7 +447,16 @@ int64_t TorusTopology::Diameter() const {
 
 double TorusTopology::MeanHops() const {
   if (num_chips_ < 2) return 0;
-  if (router_) return router_->MeanHops();
+  if (twisted()) {
+    const std::vector<int64_t> sources = TwistedRepresentatives();
+    double total = 0;
+    for (int64_t s : sources) {
+      for (int64_t t = 0; t < num_chips_; ++t) {
+        if (t != s) total += static_cast<double>(Hops(s * config_.cores_per_chip, t * config_.cores_per_chip));
+      }
+    }
+    return total / (static_cast<double>(sources.size()) * static_cast<double>(num_chips_ - 1));
+  }
   // Sum over ordered chip pairs of the hop count: along dimension d, each ordered pair of
   // positions (i, j) on a line / ring of n chips occurs for (N / n)^2 chip pairs, so it adds
   // (N / n)^2 * S(n), where a line has S = sum |i - j| = (n^3 - n) / 3 and a ring has
@@ -321,30 +500,28 @@ std::string TorusTopology::Describe() const {
   os << "  dimensions:  ";
   for (int d = 0; d < ndims_; ++d) {
     os << (d ? ", " : "") << "dim" << d << " " << grid_.dims[d] << " chips "
-       << (grid_.dims[d] < 2     ? "(no links)"
-           : grid_.wraparound[d] ? "(ring)"
-                                 : "(line)");
+       << (grid_.dims[d] < 2                     ? "(no links)"
+           : grid_.Twisted(static_cast<size_t>(d)) ? "(twisted wraparound)"
+           : grid_.wraparound[d]                 ? "(ring)"
+                                                 : "(line)");
   }
   os << "\n";
-  if (twisted()) {
-    os << "  twist:       crossing dim" << grid_.twist_dim
-       << "'s wraparound (+) shifts the other coordinates by " << JoinDims(grid_.twist_offsets, ",")
-       << "\n";
+  for (int d : twisted_dims_) {
+    os << "  twist:       crossing dim" << d << "'s wraparound (+) shifts the coordinates by "
+       << JoinDims(grid_.twist_offsets[static_cast<size_t>(d)], ",") << "\n";
   }
   os << DescribeLinks(*this, config_.links_per_neighbor);
   if (twisted()) {
-    os << "  routing:     BFS shortest paths; ties to the lowest link id (from each chip: dim 0 "
-          "before dim 1, + before -)\n";
+    os << "  routing:     dimension order (dim 0 first) along the shortest walk: how often each "
+          "twisted wraparound is crossed is chosen per pair; ties (equally short choices, half "
+          "rings): "
+       << TieBreakName(config_.tie_break) << "\n";
   } else {
     os << "  routing:     dimension order (dim 0 first), the shorter way round each ring; ties "
           "(exactly half a ring): "
        << TieBreakName(config_.tie_break) << "\n";
   }
-  // A twisted torus's hop statistics need every BFS table (chips^2 entries): skipped for large
-  // pods, like a large custom graph's.
-  if (!router_ || num_chips() <= 4096) {
-    os << "  hops:        diameter " << Diameter() << ", mean " << MeanHops() << " (chip to chip)\n";
-  }
+  os << "  hops:        diameter " << Diameter() << ", mean " << MeanHops() << " (chip to chip)\n";
   os << "  chips:       numbered row-major over (x0";
   for (int d = 1; d < ndims_; ++d) os << ", x" << d;
   os << "), the last coordinate fastest: chip = ";

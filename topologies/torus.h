@@ -9,10 +9,20 @@
 // one Link with links_per_neighbor x link_bandwidth (Link::parallel_links records the count).
 // On-chip links follow the ICI links (see on_chip_links.h).
 //
-// Routing (untwisted): dimension order, dim 0 first; on a ring the shorter way round; a
-// destination exactly half a ring away is a tie, resolved by the config's TieBreak. Computed
-// arithmetically: no allocation beyond the returned vector. Twisted tori are routed by BFS
-// shortest paths (ShortestPathRouter; ties to the lowest link id, tie_break does not apply).
+// Routing: dimension order, dim 0 first; on a ring the shorter way round; a destination exactly
+// half a ring away is a tie, resolved by the config's TieBreak. Computed arithmetically: no
+// allocation beyond the returned vector.
+//
+// Twisted tori are routed in the universal cover. With the twists allowed (a twist shifts only
+// untwisted wrapped dimensions) the chips are the group Z^n / L and the links its generators
+// +-e_d, where L is spanned by n_d e_d - o_d for each twisted dimension d (o_d: its offsets) and
+// n_e e_e for each untwisted wrapped one. The walks from s to t are then the vectors
+// (t - s) + L; the shortest routes are the dimension-order walks along those of least L1 length,
+// found by choosing how many times (a_d) each twisted wraparound is crossed, the untwisted rings
+// then taking the shorter way round. Every minimum is a shortest path of the graph (a test checks
+// against BFS); when several choices of a tie (the twisted wrap or the plain way is as short), the
+// tie is resolved by tie_break like a half-ring tie, so "split" spreads a transfer over them.
+// The choices depend only on t - s in box coordinates and are cached per difference.
 
 #include <cstdint>
 #include <memory>
@@ -23,8 +33,6 @@
 #include "topologies/topology.h"
 
 namespace podsim::topo {
-
-class ShortestPathRouter;
 
 class TorusTopology final : public Topology {
  public:
@@ -47,7 +55,7 @@ class TorusTopology final : public Topology {
   std::string Describe() const override;
 
   const TopologyConfig& config() const { return config_; }
-  bool twisted() const { return grid_.twist_dim >= 0; }
+  bool twisted() const { return grid_.AnyTwist(); }
   // The ICI link leaving `chip` along `dim` in `direction` (+1 or -1); -1 if there is none.
   int64_t NeighborLink(int64_t chip, int dim, int direction) const;
   // Largest chip-to-chip hop count over all chip pairs.
@@ -64,8 +72,20 @@ class TorusTopology final : public Topology {
     bool tie = false;   // exactly half a ring: the other direction is as short
   };
   void BuildLinks();
-  // Legs of the dimension-order route between two distinct chips; returns the total hops.
-  int64_t PlanLegs(int64_t src_chip, int64_t dst_chip, int64_t src_local, Leg* legs) const;
+  // Legs of the dimension-order route between two distinct chips; returns the total hops. On a
+  // twisted torus `wraps` holds a_d, the crossings of each twisted wraparound (in the order of
+  // twisted_dims_); nullptr on a plain one.
+  int64_t PlanLegs(int64_t src_chip, int64_t dst_chip, int64_t src_local, const int16_t* wraps,
+                   Leg* legs) const;
+  // Twisted tori: the shortest choices of a (twisted_dims_.size() entries each) for the chip
+  // pair, written to out; returns how many.
+  size_t ShortestWraps(int64_t src_chip, int64_t dst_chip, std::vector<int16_t>& out) const;
+  // The choices for a box-coordinate difference (cache index `key`), solved afresh.
+  void SolveWraps(const int64_t* delta, std::vector<int16_t>& out) const;
+  // Twisted tori: chips from which every distance occurs (see Diameter).
+  std::vector<int64_t> TwistedRepresentatives() const;
+  // Index of the difference between two chips into the wrap cache.
+  int64_t DeltaKey(int64_t src_chip, int64_t dst_chip) const;
   // Writes the links of `legs` from src_chip to out[0..hops); legs whose bit is set in `flip`
   // (a tie) go the other way round.
   void WriteLegs(int64_t src_chip, const Leg* legs, uint32_t flip, int64_t* out) const;
@@ -82,7 +102,11 @@ class TorusTopology final : public Topology {
   std::vector<Link> links_;
   std::vector<int32_t> neighbor_link_;  // [(chip * ndims + dim) * 2 + (direction < 0)]
   int64_t first_on_chip_link_ = 0;
-  std::unique_ptr<ShortestPathRouter> router_;  // twisted tori only
+  std::vector<int> twisted_dims_;        // ascending
+  // Cached ShortestWraps per box-coordinate difference (when there are at most 2^22 of them):
+  // the choices of difference k are wrap_choices_[wrap_begin_[k] .. wrap_begin_[k + 1]).
+  std::vector<int32_t> wrap_begin_;
+  std::vector<int16_t> wrap_choices_;
 };
 
 }  // namespace podsim::topo

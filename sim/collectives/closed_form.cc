@@ -126,31 +126,42 @@ AnalyticEstimate TorusRotation(const std::vector<AnalyticAxis>& axes, double dat
   return e;
 }
 
+double CoresOf(const std::vector<AnalyticAxis>& axes) {
+  for (const AnalyticAxis& a : axes) {
+    if (a.core_axis) return static_cast<double>(a.size);
+  }
+  return 1;  // the cores of one chip run parallel lines over the same chip links
+}
+
 AnalyticEstimate Torus(const AnalyticInput& in) {
-  double cores = 1;  // the cores of one chip run parallel lines over the same chip links
   std::vector<size_t> chip_positions;  // positions of the chip axes (size >= 2) in phase order
   for (size_t t = 0; t < in.axes.size(); ++t) {
-    const AnalyticAxis& a = in.axes[t];
-    if (a.core_axis) cores = static_cast<double>(a.size);
-    if (!a.core_axis && a.size >= 2) chip_positions.push_back(t);
+    if (!in.axes[t].core_axis && in.axes[t].size >= 2) chip_positions.push_back(t);
   }
-  // R rotations, each with D / R and the chip axes rotated (torus_algorithms.cc); they run at
-  // once on different axes: the slowest rotation sets the time.
+  // R rotations, the chip axes rotated (torus_algorithms.cc), running at once on different
+  // axes, each with a share of D proportional to its speed.
   const size_t rotations = std::max<size_t>(1, chip_positions.size());
+  std::vector<std::vector<size_t>> orders;
+  for (size_t r = 0; r < rotations; ++r) {
+    std::vector<size_t> order(in.axes.size());
+    for (size_t t = 0; t < order.size(); ++t) order[t] = t;
+    for (size_t i = 0; i < chip_positions.size(); ++i) {
+      order[chip_positions[i]] = chip_positions[(i + r) % chip_positions.size()];
+    }
+    orders.push_back(std::move(order));
+  }
+  const std::vector<double> shares = TorusRotationShares(in.axes, orders);
   AnalyticEstimate e;
   for (size_t r = 0; r < rotations; ++r) {
-    std::vector<AnalyticAxis> axes = in.axes;
-    for (size_t i = 0; i < chip_positions.size(); ++i) {
-      axes[chip_positions[i]] = in.axes[chip_positions[(i + r) % chip_positions.size()]];
-    }
-    AnalyticEstimate one =
-        TorusRotation(axes, DataPerMember(in) / static_cast<double>(rotations), cores,
-                      static_cast<double>(rotations));
+    std::vector<AnalyticAxis> axes;
+    for (size_t t : orders[r]) axes.push_back(in.axes[t]);
+    AnalyticEstimate one = TorusRotation(axes, DataPerMember(in) * shares[r], CoresOf(in.axes),
+                                         static_cast<double>(rotations));
     if (r == 0 || one.latency_s + one.bandwidth_s > e.latency_s + e.bandwidth_s) e = one;
   }
   if (rotations > 1) {
-    e.formula = "slowest of " + std::to_string(rotations) + " rotations, D / " +
-                std::to_string(rotations) + " each: " + e.formula;
+    e.formula = "slowest of " + std::to_string(rotations) +
+                " rotations, each with a share of D proportional to its speed: " + e.formula;
   }
   if (in.kind == CollectiveKind::kAllReduce) {
     e.latency_s *= 2;
@@ -267,6 +278,73 @@ AnalyticEstimate EstimateScalingBook(const AnalyticInput& in) {
   return e;
 }
 
+std::vector<double> TorusRotationShares(const std::vector<AnalyticAxis>& axes,
+                                        const std::vector<std::vector<size_t>>& orders) {
+  std::vector<double> speed(orders.size());
+  double total = 0;
+  for (size_t r = 0; r < orders.size(); ++r) {
+    std::vector<AnalyticAxis> in_order;
+    for (size_t t : orders[r]) in_order.push_back(axes[t]);
+    const double seconds_per_byte =
+        TorusRotation(in_order, 1.0, CoresOf(axes), static_cast<double>(orders.size())).bandwidth_s;
+    speed[r] = seconds_per_byte > 0 ? 1.0 / seconds_per_byte : 1.0;
+    total += speed[r];
+  }
+  for (double& s : speed) s /= total;
+  return speed;
+}
+
+namespace {
+
+// The first link of each grid dimension, the first on-chip link, and the slowest link.
+struct LinkSamples {
+  std::vector<const topo::Link*> along;
+  const topo::Link* on_chip = nullptr;
+  const topo::Link* slowest = nullptr;
+};
+
+LinkSamples SampleLinks(const topo::Topology& topology) {
+  const topo::GridShape* grid = topology.grid();
+  const size_t ndims = grid == nullptr ? 0 : grid->dims.size();
+  LinkSamples s;
+  s.along.assign(ndims, nullptr);
+  for (const topo::Link& l : topology.links()) {
+    if (l.kind == topo::LinkKind::kOnChip) {
+      if (s.on_chip == nullptr) s.on_chip = &l;
+    } else if (l.dim >= 0 && static_cast<size_t>(l.dim) < ndims &&
+               s.along[static_cast<size_t>(l.dim)] == nullptr) {
+      s.along[static_cast<size_t>(l.dim)] = &l;
+    }
+    if (s.slowest == nullptr || l.bandwidth.value < s.slowest->bandwidth.value) s.slowest = &l;
+  }
+  return s;
+}
+
+std::vector<AnalyticAxis> AxesOfBox(const topo::GridShape& grid, const LinkSamples& links,
+                                    const BoxGroup& box) {
+  std::vector<AnalyticAxis> axes;
+  for (const GroupAxis& g : box.axes) {
+    AnalyticAxis a;
+    a.size = g.size;
+    a.core_axis = g.dim < 0;
+    a.wraparound =
+        g.dim >= 0 && g.closed && (g.size > 2 || grid.wraparound[static_cast<size_t>(g.dim)]);
+    const topo::Link* l = a.core_axis ? links.on_chip : links.along[static_cast<size_t>(g.dim)];
+    if (l != nullptr) {
+      a.bandwidth = l->bandwidth.value;
+      a.hop_latency_s = l->latency.seconds();
+    }
+    axes.push_back(a);
+  }
+  return axes;
+}
+
+}  // namespace
+
+std::vector<AnalyticAxis> BoxAxes(const topo::Topology& topology, const BoxGroup& box) {
+  return AxesOfBox(*topology.grid(), SampleLinks(topology), box);
+}
+
 AnalyticInput AnalyticInputFor(const CollectiveSpec& spec, const topo::Topology& topology,
                                const std::string& algorithm) {
   const auto groups = ResolveReplicaGroups(spec, topology.num_cores());
@@ -275,47 +353,20 @@ AnalyticInput AnalyticInputFor(const CollectiveSpec& spec, const topo::Topology&
   in.kind = spec.kind;
   in.algorithm = algorithm;
   in.bytes = static_cast<double>(spec.elements * spec.element_bytes);
-  // Bandwidth and latency of the links along each grid dimension, and on chip.
-  const topo::GridShape* grid = topology.grid();
-  const size_t ndims = grid == nullptr ? 0 : grid->dims.size();
-  std::vector<const topo::Link*> along(ndims, nullptr);
-  const topo::Link* on_chip = nullptr;
-  const topo::Link* slowest = nullptr;
-  for (const topo::Link& l : topology.links()) {
-    if (l.kind == topo::LinkKind::kOnChip) {
-      if (on_chip == nullptr) on_chip = &l;
-    } else if (l.dim >= 0 && static_cast<size_t>(l.dim) < ndims &&
-               along[static_cast<size_t>(l.dim)] == nullptr) {
-      along[static_cast<size_t>(l.dim)] = &l;
-    }
-    if (slowest == nullptr || l.bandwidth.value < slowest->bandwidth.value)
-      slowest = &l;
-  }
+  const LinkSamples links = SampleLinks(topology);
   const std::optional<BoxGroup> box = AnalyzeBox(topology, groups.front());
   if (!box) {
     AnalyticAxis axis;
     axis.size = static_cast<int64_t>(groups.front().size());
     axis.wraparound = ChooseRingOrder(topology, groups.front()).single_hops;
-    if (slowest != nullptr) {
-      axis.bandwidth = slowest->bandwidth.value;
-      axis.hop_latency_s = slowest->latency.seconds();
+    if (links.slowest != nullptr) {
+      axis.bandwidth = links.slowest->bandwidth.value;
+      axis.hop_latency_s = links.slowest->latency.seconds();
     }
     in.axes.push_back(axis);
     return in;
   }
-  for (const GroupAxis& g : box->axes) {
-    AnalyticAxis a;
-    a.size = g.size;
-    a.core_axis = g.dim < 0;
-    a.wraparound =
-        g.dim >= 0 && g.closed && (g.size > 2 || grid->wraparound[static_cast<size_t>(g.dim)]);
-    const topo::Link* l = a.core_axis ? on_chip : along[static_cast<size_t>(g.dim)];
-    if (l != nullptr) {
-      a.bandwidth = l->bandwidth.value;
-      a.hop_latency_s = l->latency.seconds();
-    }
-    in.axes.push_back(a);
-  }
+  in.axes = AxesOfBox(*topology.grid(), links, *box);
   // box axes: cores first, then dims ascending.
   const bool has_cores = !in.axes.empty() && in.axes.front().core_axis;
   if (algorithm == "torus" && spec.kind == CollectiveKind::kAllReduce) {

@@ -25,10 +25,12 @@
 //              B_eff = B, times 2 on a wrapped axis (bidirectional ring) or a core axis of > 2
 //              cores, divided by c on a chip axis (each chip's c cores run parallel lines over
 //              the same links). With R >= 2 chip axes the data is cut into R rotations (D / R
-//              each, the chip axes of the phase order rotated cyclically) that run at once: the
-//              time is the slowest rotation's (their core phases share the on-chip links: 1 / R
-//              of B each). All-reduce adds the same again for the all-gather
-//              phases. Exact in the flow model on square single-core tori.
+//              each, the chip axes of the phase order rotated cyclically) that run at once (their
+//              core phases share the on-chip links: 1 / R of B each); each rotation's share of D
+//              is proportional to its speed (TorusRotationShares), so their bandwidth terms are
+//              equal, D / sum_r (1 / T_r) with T_r rotation r's seconds per byte, and the largest
+//              latency term adds. All-reduce adds the same again for the all-gather phases.
+//              Exact in the flow model on square single-core tori.
 //  direct      every pair at once, routed dimension by dimension: the busiest link of chip axis
 //              i carries load_i * G^2 / (s_i * C) messages (C chips in the box), load_i = the
 //              busiest link's share of an all-to-all among s_i positions: on a ring with ties
@@ -91,5 +93,16 @@ AnalyticEstimate EstimateScalingBook(const AnalyticInput& input);
 // cycle of neighbours), with the slowest link's figures. Throws podsim::Error for a bad spec.
 AnalyticInput AnalyticInputFor(const CollectiveSpec& spec, const topo::Topology& topology,
                                const std::string& algorithm);
+
+struct BoxGroup;
+// The closed-form axes of a box group, in the box's axis order (cores first, then chip dims).
+std::vector<AnalyticAxis> BoxAxes(const topo::Topology& topology, const BoxGroup& box);
+
+// Shares of the data the torus algorithm gives its rotations (one phase order each, as axis
+// indices into `axes`): proportional to each rotation's speed (bytes per second of its
+// bandwidth terms), so that all rotations finish together. On a torus with equal axes the
+// shares are equal; a rotation that starts on a line (half a ring's bandwidth) gets less.
+std::vector<double> TorusRotationShares(const std::vector<AnalyticAxis>& axes,
+                                        const std::vector<std::vector<size_t>>& orders);
 
 }  // namespace podsim::sim

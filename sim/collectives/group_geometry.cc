@@ -158,7 +158,7 @@ std::optional<BoxGroup> AnalyzeBox(const topo::Topology& topology,
       axis.closed = true;
     } else {
       const size_t d = static_cast<size_t>(axis.dim);
-      axis.closed = size == grid->dims[d] && grid->wraparound[d] && grid->twist_dim != axis.dim;
+      axis.closed = size == grid->dims[d] && grid->wraparound[d] && !grid->Twisted(d);
     }
     box.axes.push_back(axis);
     ext_of_axis.push_back(e);

@@ -28,7 +28,10 @@
 // dim0 then dim1, so both axes' links are busy in every phase, as the scaling book's multi-axis
 // formula (T = V / (W * n_axes)) assumes; with one rotation only one axis's links would carry
 // data at a time and the collective would take up to R times longer. The rotations touch
-// disjoint ranges, so the builder's range tracking lets them run concurrently.
+// disjoint ranges, so the builder's range tracking lets them run concurrently. Each rotation's
+// part is proportional to its speed (TorusRotationShares in closed_form.h): a rotation whose
+// first phase runs along a line (one direction's worth of bandwidth, against a ring's two) or a
+// slower axis gets less, so that the rotations finish together.
 
 #include <algorithm>
 #include <map>
@@ -37,6 +40,7 @@
 
 #include "base/error.h"
 #include "sim/collectives/algorithms_internal.h"
+#include "sim/collectives/closed_form.h"
 #include "sim/collectives/group_geometry.h"
 
 namespace podsim::sim::internal {
@@ -119,7 +123,8 @@ class TorusGroupBuilder {
         kind_(context.spec.kind),
         n_(context.spec.elements),
         g_(static_cast<int64_t>(group.size())),
-        orders_(Rotations(box, PhaseOrder(box, kind_))) {}
+        orders_(Rotations(box, PhaseOrder(box, kind_))),
+        shares_(TorusRotationShares(BoxAxes(context.topology, box), orders_)) {}
 
   std::string Build() {
     const Buffer buffer =
@@ -128,7 +133,7 @@ class TorusGroupBuilder {
     const int64_t rotations = static_cast<int64_t>(orders_.size());
     for (int64_t r = 0; r < rotations; ++r) {
       order_ = orders_[static_cast<size_t>(r)];
-      SetUpSlots(r, rotations);
+      SetUpSlots(r);
       int step = 0;
       if (kind_ != CollectiveKind::kAllGather) {
         for (size_t t = 0; t < order_.size(); ++t) step = Phase(t, buffer, step, /*reduce=*/true);
@@ -156,9 +161,21 @@ class TorusGroupBuilder {
   }
 
  private:
-  // Slot ranges of rotation r of `rotations` (its part of the data), and (for r == 0) the
-  // initial local copies.
-  void SetUpSlots(int64_t r, int64_t rotations) {
+  // Rotation r's part of n elements: its share (shares_), rounded down at the boundaries.
+  BlockRange PartOf(int64_t n, int64_t r) const {
+    double before = 0;
+    for (int64_t q = 0; q < r; ++q) before += shares_[static_cast<size_t>(q)];
+    const bool last = r + 1 == static_cast<int64_t>(shares_.size());
+    const auto at = [&](double fraction) {
+      return std::min(n, static_cast<int64_t>(static_cast<double>(n) * fraction));
+    };
+    const int64_t begin = r == 0 ? 0 : at(before);
+    const int64_t end = last ? n : at(before + shares_[static_cast<size_t>(r)]);
+    return {begin, std::max<int64_t>(0, end - begin)};
+  }
+
+  // Slot ranges of rotation r (its part of the data), and (for r == 0) the initial local copies.
+  void SetUpSlots(int64_t r) {
     const size_t k = order_.size();
     slots_.resize(static_cast<size_t>(g_));
     for (int64_t i = 0; i < g_; ++i) {
@@ -171,7 +188,7 @@ class TorusGroupBuilder {
             virtual_index =
                 virtual_index * box_.axes[a].size + box_.coords[static_cast<size_t>(i)][a];
           }
-          const BlockRange part = BlockOf(n_, rotations, r);
+          const BlockRange part = PartOf(n_, r);
           const BlockRange b = BlockOf(part.elements, g_, virtual_index);
           slots_[static_cast<size_t>(i)] = {part.offset + b.offset, b.elements};
           if (r == 0) {
@@ -181,7 +198,7 @@ class TorusGroupBuilder {
           break;
         }
         case CollectiveKind::kAllGather: {
-          const BlockRange part = BlockOf(n_, rotations, r);
+          const BlockRange part = PartOf(n_, r);
           slots_[static_cast<size_t>(i)] = {i * n_ + part.offset, part.elements};
           if (r == 0) {
             builder_.AddPiece(member, Buffer::kInput, member, Buffer::kOutput, {0, i * n_, n_},
@@ -191,7 +208,7 @@ class TorusGroupBuilder {
         }
         case CollectiveKind::kReduceScatter: {
           const BlockRange b = BlockOf(n_, g_, i);
-          const BlockRange part = BlockOf(b.elements, rotations, r);
+          const BlockRange part = PartOf(b.elements, r);
           slots_[static_cast<size_t>(i)] = {b.offset + part.offset, part.elements};
           if (r == 0) {
             schedule_.scratch_elements[static_cast<size_t>(member)] = n_;
@@ -271,6 +288,7 @@ class TorusGroupBuilder {
   int64_t n_;
   int64_t g_;
   std::vector<std::vector<size_t>> orders_;  // per rotation: its phase order
+  std::vector<double> shares_;               // per rotation: its share of the data
   std::vector<size_t> order_;  // the current rotation's axis indices in reduce-scatter phase order
   std::vector<Range> slots_;   // [group index]
 };

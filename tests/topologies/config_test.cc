@@ -125,6 +125,22 @@ TEST_CASE("bad twist values name topology.twist.*") {
   nlohmann::json mesh = With(ok, "wraparound", {true, true, false});
   CHECK(LoadError(With(mesh, "twist", {{"dim", 2}, {"offsets", {2, 2, 0}}})) ==
         "topology.twist.dim: dimension 2 must have wraparound and size >= 2 to be twisted");
+  // Several twists: an array, each named by its index.
+  const nlohmann::json v4 = {{{"dim", 0}, {"offsets", {0, 0, 4}}}, {{"dim", 1}, {"offsets", {0, 0, 4}}}};
+  CHECK(twist(v4) == "<no error>");
+  nlohmann::json twice = v4;
+  twice[1]["dim"] = 0;
+  CHECK(twist(twice) ==
+        "topology.twist[1].dim: dimension 0 is twisted twice (one twist per dimension)");
+  nlohmann::json crossed = v4;
+  crossed[0]["offsets"] = {0, 2, 4};  // shifting dim 1, itself twisted: order would matter
+  CHECK(twist(crossed) ==
+        "topology.twist[0].offsets[1]: a twist may shift only dimensions that wrap and are not "
+        "twisted themselves; dimension 1 is twisted");
+  CHECK(LoadError(With(With(ok, "wraparound", {true, true, false}), "twist", v4)) ==
+        "topology.twist[0].offsets[2]: a twist may shift only dimensions that wrap and are not "
+        "twisted themselves; dimension 2 does not wrap");
+  CHECK(twist({{{"dim", 0}}}) == "topology.twist[0].offsets: required key is missing");
 }
 
 TEST_CASE("bad custom topologies name topology.edges[i] / num_chips") {

@@ -94,9 +94,13 @@ TEST_CASE("TPU presets state their unpublished facts as assumptions") {
   CHECK(LoadTopology("tpu-v3-16")->grid()->wraparound == std::vector<bool>{false, true});
 }
 
-TEST_CASE("the twisted v4 preset is routed by BFS with diameter 6 (plain 4x4x8: 8)") {
+TEST_CASE("the twisted v4 preset twists both short axes by 4 along the long one; diameter 6") {
   const std::unique_ptr<Topology> t = LoadTopology("tpu-v4-256-twisted");
-  CHECK(t->grid()->twist_dim == 2);
+  CHECK(t->grid()->Twisted(0));
+  CHECK(t->grid()->Twisted(1));
+  CHECK_FALSE(t->grid()->Twisted(2));
+  CHECK(t->grid()->twist_offsets[0] == std::vector<int64_t>{0, 0, 4});
+  // An independent BFS over this wiring (Python) gives diameter 6 (plain 4x4x8: 8).
   CHECK(TopologyDiameter(*t) == 6);
   CHECK(TopologyDiameter(*LoadTopology("tpu-v4-128")) == 6);  // 4x4x4 torus: 2 + 2 + 2
 }

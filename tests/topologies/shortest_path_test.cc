@@ -7,6 +7,7 @@
 #include "tests/topologies/test_util.h"
 #include "topologies/config.h"
 #include "topologies/custom.h"
+#include "topologies/shortest_paths.h"
 #include "topologies/torus.h"
 
 namespace podsim::topo {
@@ -30,6 +31,19 @@ TorusTopology Twisted(std::vector<int64_t> offsets) {
   nlohmann::json j = TorusJson({4, 4, 8});
   j["twist"] = {{"dim", 2}, {"offsets", offsets}};
   return TorusTopology(TopologyConfig::FromJson(j, "topology"));
+}
+
+// TPU v4's k x k x 2k wiring: both short axes' wraps move k along the long axis.
+TorusTopology TwistedV4(const std::string& tie_break) {
+  nlohmann::json j = TorusJson({4, 4, 8});
+  j["twist"] = {{{"dim", 0}, {"offsets", {0, 0, 4}}}, {{"dim", 1}, {"offsets", {0, 0, 4}}}};
+  j["tie_break"] = tie_break;
+  return TorusTopology(TopologyConfig::FromJson(j, "topology"));
+}
+
+// Hop counts by BFS over the links themselves (Boost.Graph), independent of the torus's routing.
+ShortestPathRouter Bfs(const Topology& t) {
+  return ShortestPathRouter(t.num_chips(), t.links(), RouteMetric::kHops);
 }
 
 TEST_CASE("twisted 4x4x8: wrap links of the long dimension shift x and y by 2") {
@@ -68,12 +82,84 @@ TEST_CASE("twisted routes are valid shortest chains; zero twist routes like the 
       CHECK(twisted.Route(s, d) == r);  // deterministic
     }
   }
-  // A twist of (0,0,0) is the plain torus routed by BFS: same hop counts as dimension order.
+  // A twist of (0,0,0) is the plain torus: same hop counts as dimension order.
   const TorusTopology zero = Twisted({0, 0, 0});
   const TorusTopology plain(TopologyConfig::FromJson(TorusJson({4, 4, 8}), "topology"));
   for (int64_t s = 0; s < 128; s += 7) {
     for (int64_t d = 0; d < 128; ++d) CHECK(zero.Hops(s, d) == plain.Hops(s, d));
   }
+}
+
+TEST_CASE("twisted routes are shortest: equal to BFS over the links on several wirings") {
+  // The v4 wiring, the long-axis twist, a 2D twist by 3 on a 5x6, a 3D twist of two axes by
+  // different amounts, and a twisted dim beside a mesh dim.
+  std::vector<nlohmann::json> configs;
+  auto add = [&](std::vector<int64_t> dims, nlohmann::json twist, nlohmann::json wrap = true) {
+    nlohmann::json j = TorusJson(dims);
+    j["twist"] = twist;
+    j["wraparound"] = wrap;
+    configs.push_back(j);
+  };
+  add({4, 4, 8}, {{{"dim", 0}, {"offsets", {0, 0, 4}}}, {{"dim", 1}, {"offsets", {0, 0, 4}}}});
+  add({4, 4, 8}, {{"dim", 2}, {"offsets", {2, 2, 0}}});
+  add({5, 6}, {{"dim", 0}, {"offsets", {0, 3}}});
+  add({3, 4, 7}, {{{"dim", 0}, {"offsets", {0, 0, 2}}}, {{"dim", 1}, {"offsets", {0, 0, 5}}}});
+  add({4, 6, 3}, {{"dim", 0}, {"offsets", {0, 2, 0}}}, {true, true, false});
+  for (const nlohmann::json& j : configs) {
+    CAPTURE(j.dump());
+    const TorusTopology t(TopologyConfig::FromJson(j, "topology"));
+    const ShortestPathRouter bfs = Bfs(t);
+    for (int64_t s = 0; s < t.num_chips(); ++s) {
+      for (int64_t d = 0; d < t.num_chips(); ++d) {
+        const std::vector<int64_t> r = t.Route(s, d);
+        CheckChain(t, r, s, d);
+        REQUIRE(static_cast<int64_t>(r.size()) == bfs.Hops(s, d));
+        CHECK(t.Hops(s, d) == bfs.Hops(s, d));
+      }
+    }
+    CHECK(t.Diameter() == bfs.Diameter());
+    CHECK(t.MeanHops() == doctest::Approx(bfs.MeanHops()));
+  }
+}
+
+TEST_CASE("v4 twist: split spreads a transfer over every equally short wrap choice") {
+  // BFS in Python over this wiring: diameter 6, mean 3.4646 over ordered distinct pairs
+  // (440 hops summed from each chip / 127); the plain 4x4x8 has 8 and 4.0315.
+  const TorusTopology split = TwistedV4("split");
+  CHECK(split.Diameter() == 6);
+  CHECK(split.MeanHops() == doctest::Approx(440.0 / 127));
+  // (0,0,0) -> (2,0,4) = chip 2*32 + 4 = 68: the plain way is 2 + 4 = 6 hops; two steps - along
+  // dim 0 cross its wrap, which moves 4 along dim 2: 2 hops, one way only.
+  CHECK(split.RouteSplit(0, 68).size() == 1);
+  CHECK(split.Hops(0, 68) == 2);
+  // (0,0,0) -> (2,0,2) = chip 66: plain, 2 + 2 hops; or 2 - along dim 0 (crossing the wrap: -4
+  // along dim 2), then 2 - along dim 2: 4 hops too. Split: both, half each.
+  const std::vector<Topology::WeightedPath> paths = split.RouteSplit(0, 66);
+  REQUIRE(paths.size() == 2);
+  for (const Topology::WeightedPath& p : paths) {
+    CHECK(p.links.size() == 4);
+    CHECK(p.fraction == 0.5);
+    CheckChain(split, p.links, 0, 66);
+  }
+  CHECK(paths[0].links != paths[1].links);
+  // Every split is a set of distinct shortest chains whose fractions sum to 1.
+  const ShortestPathRouter bfs = Bfs(split);
+  for (int64_t s = 0; s < 128; s += 3) {
+    for (int64_t d = 0; d < 128; ++d) {
+      if (s == d) continue;
+      double sum = 0;
+      const std::vector<Topology::WeightedPath> split_paths = split.RouteSplit(s, d);
+      for (size_t i = 0; i < split_paths.size(); ++i) {
+        CheckChain(split, split_paths[i].links, s, d);
+        CHECK(static_cast<int64_t>(split_paths[i].links.size()) == bfs.Hops(s, d));
+        for (size_t k = 0; k < i; ++k) CHECK(split_paths[k].links != split_paths[i].links);
+        sum += split_paths[i].fraction;
+      }
+      CHECK(sum == doctest::Approx(1.0));
+    }
+  }
+  // positive takes one of them.
+  CHECK(TwistedV4("positive").RouteSplit(0, 66).size() == 1);
 }
 
 nlohmann::json CustomJson(int64_t chips, nlohmann::json edges) {
