@@ -27,12 +27,14 @@ int CollectiveCommand(const Args& args) {
       "per-partition payload: 8MiB, 32MB, 4096 ...")(
       "topology", po::value<std::string>()->required(), "preset name or JSON file")(
       "algorithm", po::value<std::string>()->default_value("default"),
-      "ring | ring-bidir | torus | direct | dim-staged | default | best (time every one that "
-      "applies, report all, keep the fastest)")(
+      "ring | ring-bidir | torus | direct | dim-staged | halving-doubling | default (the fastest "
+      "of torus, ring-bidir, ring and halving-doubling on the analytic model) | best (time every "
+      "one that applies, report all, keep the fastest)")(
       "network", po::value<std::string>()->default_value("flow"),
       "flow: links shared max-min fairly by the transfers in flight (contention, no packets); "
-      "packet: packets queued link by link (most detailed, slowest); analytic: each transfer "
-      "alone on its route, latency + bytes / bandwidth (fastest; ignores contention)")(
+      "packet: packets queued link by link (most detailed, slowest); analytic: transfers that "
+      "start together take turns on the links they share, each ending when its busiest link "
+      "has sent its bytes, plus its latency (contention-aware, fastest)")(
       "chunks", po::value<int64_t>()->default_value(1), "pipelining depth of ring/torus pieces: steps overlap under the analytic and packet "
       "models; the flow model shares a step's sub-chunks, so they do not")(
       "partitions", po::value<int64_t>()->default_value(0),

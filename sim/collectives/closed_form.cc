@@ -370,7 +370,13 @@ AnalyticInput AnalyticInputFor(const CollectiveSpec& spec, const topo::Topology&
   // box axes: cores first, then dims ascending.
   const bool has_cores = !in.axes.empty() && in.axes.front().core_axis;
   if (algorithm == "torus" && spec.kind == CollectiveKind::kAllReduce) {
+    // As torus_algorithms.cc: chip dims largest first, equal sizes last dim first.
     std::reverse(in.axes.begin() + (has_cores ? 1 : 0), in.axes.end());
+    std::stable_sort(in.axes.begin() + (has_cores ? 1 : 0), in.axes.end(),
+                     [](const AnalyticAxis& a, const AnalyticAxis& b) {
+                       if (a.size != b.size) return a.size > b.size;
+                       return a.wraparound && !b.wraparound;
+                     });
   } else if (has_cores && algorithm != "torus") {
     std::rotate(in.axes.begin(), in.axes.begin() + 1, in.axes.end());
   }

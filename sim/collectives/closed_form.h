@@ -88,7 +88,7 @@ AnalyticEstimate EstimateScalingBook(const AnalyticInput& input);
 
 // Axes of the spec's first replica group on `topology` (a box of a grid; bandwidth and latency
 // from the links along each axis), ordered like the algorithm's phases: torus all-reduce: the
-// core axis then chip dims last to first; torus reduce-scatter / all-gather: the core axis then
+// core axis then chip dims largest first (equal sizes: last to first); torus reduce-scatter / all-gather: the core axis then
 // chip dims first to last; otherwise chip dims first to last, then the core axis. A group that is not a box is one axis of its size (wraparound when its ring order is a
 // cycle of neighbours), with the slowest link's figures. Throws podsim::Error for a bad spec.
 AnalyticInput AnalyticInputFor(const CollectiveSpec& spec, const topo::Topology& topology,

@@ -227,10 +227,21 @@ RingOrder ChooseRingOrder(const topo::Topology& topology, const std::vector<int6
         core_axis = static_cast<int>(a);
         continue;
       }
+      chip_axes.push_back(a);
+    }
+    // The cycle depends on the axes' sizes and closure, not on how the dimensions are numbered:
+    // axes sorted by size, then closed before open, then dimension (a relabelled torus gets the
+    // same ring shape, so the same time).
+    std::stable_sort(chip_axes.begin(), chip_axes.end(), [&](size_t a, size_t b) {
+      const GroupAxis& x = box->axes[a];
+      const GroupAxis& y = box->axes[b];
+      if (x.size != y.size) return x.size < y.size;
+      return x.closed && !y.closed;
+    });
+    for (size_t a : chip_axes) {
       sizes.push_back(box->axes[a].size);
       closed.push_back(box->axes[a].closed);
       names.push_back(AxisName(box->axes[a].dim));
-      chip_axes.push_back(a);
     }
     const ChipCycle cycle = MakeChipCycle(sizes, closed, names);
     const int64_t cores = core_axis < 0 ? 1 : box->axes[static_cast<size_t>(core_axis)].size;

@@ -11,7 +11,8 @@
 //
 // Phase order:
 //  - all-reduce: the core axis first (its on-chip links are fast and halve what the ICI phases
-//    carry), then chip dimensions from the last to the first;
+//    carry), then chip dimensions from the largest to the smallest (equal sizes: the last
+//    first), an order that does not depend on how the dimensions are numbered;
 //  - reduce-scatter / all-gather: the core axis first (all-gather: last), as for all-reduce: a
 //    chip's cores then exchange over ICI only the slots they do not share, not one copy per
 //    core. Then the chip axes: slot i is group member i's block, so pieces are contiguous when
@@ -47,13 +48,29 @@ namespace podsim::sim::internal {
 namespace {
 
 // Axis indices of `box`, in reduce-scatter phase order for `kind` (see the file comment).
-std::vector<size_t> PhaseOrder(const BoxGroup& box, CollectiveKind kind) {
+std::vector<size_t> PhaseOrder(const topo::Topology& topology, const BoxGroup& box,
+                               CollectiveKind kind) {
   const size_t k = box.axes.size();
   std::vector<size_t> order(k);
   std::iota(order.begin(), order.end(), 0);  // axes: cores first, then dims ascending
   if (kind == CollectiveKind::kAllReduce) {
+    // Chip dims from the largest to the smallest (equal sizes: last dim first), so that the
+    // order, like the ring order, does not depend on how the dimensions are numbered.
     std::reverse(order.begin(), order.end());
     if (k > 0 && box.axes[0].dim < 0) std::rotate(order.begin(), order.end() - 1, order.end());
+    // Equal sizes: an axis with two links per neighbour direction (a whole wrapped ring) first.
+    const topo::GridShape* grid = topology.grid();
+    auto ring = [&](size_t a) {
+      const GroupAxis& x = box.axes[a];
+      return x.dim >= 0 && x.closed &&
+             (x.size > 2 || grid->wraparound[static_cast<size_t>(x.dim)]);
+    };
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      const bool core_a = box.axes[a].dim < 0, core_b = box.axes[b].dim < 0;
+      if (core_a != core_b) return core_a;
+      if (box.axes[a].size != box.axes[b].size) return box.axes[a].size > box.axes[b].size;
+      return ring(a) && !ring(b);
+    });
     return order;
   }
   // Mixed radix? group index == base + sum_a coord_a * stride_a for every member.
@@ -123,7 +140,7 @@ class TorusGroupBuilder {
         kind_(context.spec.kind),
         n_(context.spec.elements),
         g_(static_cast<int64_t>(group.size())),
-        orders_(Rotations(box, PhaseOrder(box, kind_))),
+        orders_(Rotations(box, PhaseOrder(context.topology, box, kind_))),
         shares_(TorusRotationShares(BoxAxes(context.topology, box), orders_)) {}
 
   std::string Build() {
