@@ -27,7 +27,7 @@ int CollectiveCommand(const Args& args) {
       "per-partition payload: 8MiB, 32MB, 4096 ...")(
       "topology", po::value<std::string>()->required(), "preset name or JSON file")(
       "algorithm", po::value<std::string>()->default_value("default"),
-      "ring | ring-bidir | torus | direct | dim-staged | halving-doubling | default (the fastest "
+      "ring | ring-bidir | torus | direct | dim-staged | halving-doubling | tree (all-reduce) | default (the fastest "
       "of torus, ring-bidir, ring and halving-doubling on the analytic model) | best (time every "
       "one that applies, report all, keep the fastest)")(
       "network", po::value<std::string>()->default_value("flow"),

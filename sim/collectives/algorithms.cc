@@ -58,6 +58,7 @@ std::string JoinNames(const std::vector<std::string>& names) {
 std::vector<std::string> AlgorithmNames(CollectiveKind kind) {
   switch (kind) {
     case CollectiveKind::kAllReduce:
+      return {"ring", "ring-bidir", "torus", "direct", "halving-doubling", "tree"};
     case CollectiveKind::kAllGather:
     case CollectiveKind::kReduceScatter:
       return {"ring", "ring-bidir", "torus", "direct", "halving-doubling"};
@@ -168,6 +169,8 @@ Schedule BuildSchedule(const CollectiveSpec& spec, const topo::Topology& topolog
     internal::BuildDirect(context, schedule);
   } else if (algorithm == "halving-doubling") {
     internal::BuildHalvingDoubling(context, schedule);
+  } else if (algorithm == "tree") {
+    internal::BuildTree(context, schedule);
   } else if (algorithm == "dim-staged") {
     internal::BuildAllToAllStaged(context, schedule);
   }

@@ -51,6 +51,7 @@ void BuildTorus(const BuildContext& context, Schedule& schedule);
 void BuildDirect(const BuildContext& context, Schedule& schedule);
 void BuildAllToAllStaged(const BuildContext& context, Schedule& schedule);
 void BuildHalvingDoubling(const BuildContext& context, Schedule& schedule);
+void BuildTree(const BuildContext& context, Schedule& schedule);
 
 // "partitions 0 1 2 3 ... (16)": a short rendering of a list of ids for descriptions / errors.
 std::string ShortList(const std::vector<int64_t>& ids, size_t max_shown = 16);

@@ -113,9 +113,13 @@ TEST_CASE("every algorithm equals the reference on every topology, size and grou
         for (const std::string& algorithm : AlgorithmNames(kind)) {
           const bool needs_box = algorithm == "torus" || algorithm == "dim-staged";
           if (needs_box && !boxes) continue;  // rejected: see the validation tests
-          if (algorithm == "halving-doubling" && !PowerOfTwoGroups(p, groups.groups)) continue;
+          if ((algorithm == "halving-doubling" || algorithm == "tree") &&
+              !PowerOfTwoGroups(p, groups.groups)) {
+            continue;
+          }
           const bool pipelined =
-              algorithm == "ring" || algorithm == "ring-bidir" || algorithm == "torus";
+              algorithm == "ring" || algorithm == "ring-bidir" || algorithm == "torus" ||
+              algorithm == "tree";
           for (int64_t n : {2 * p, p + 3, int64_t{1}}) {
             for (int chunks : pipelined ? std::vector<int>{1, 3} : std::vector<int>{1}) {
               CollectiveSpec spec;

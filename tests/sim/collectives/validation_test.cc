@@ -93,8 +93,8 @@ TEST_CASE("source-target pairs must be a partial permutation") {
 
 TEST_CASE("algorithms that do not apply") {
   auto torus = Grid({4, 4}, {true, true});
-  CHECK(ErrorOf([&] { BuildSchedule(Spec(CollectiveKind::kAllReduce), *torus, Algorithm("tree")); })
-            .find("algorithm: 'tree' does not apply to all-reduce (known: ring, ring-bidir, torus, "
+  CHECK(ErrorOf([&] { BuildSchedule(Spec(CollectiveKind::kAllGather), *torus, Algorithm("tree")); })
+            .find("algorithm: 'tree' does not apply to all-gather (known: ring, ring-bidir, torus, "
                   "direct, halving-doubling)") == 0);
   CHECK(ErrorOf([&] {
           BuildSchedule(Spec(CollectiveKind::kAllReduce), *torus, Algorithm("dim-staged"));
