@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "base/config.h"
+#include "base/format.h"
 #include "topologies/describe.h"
 #include "topologies/on_chip_links.h"
 
@@ -43,6 +44,22 @@ TorusTopology::TorusTopology(TopologyConfig config) : config_(std::move(config))
   if (twisted()) {
     for (int d = 0; d < ndims_; ++d) {
       if (grid_.Twisted(static_cast<size_t>(d))) twisted_dims_.push_back(d);
+    }
+    // A shortest route crosses twisted dimension d's wraparound at most about 2U / n_d times (U:
+    // the largest route without any twist); the search tries every such count per dimension.
+    // Short twisted dimensions beside long ones would make that search huge: refused.
+    double longest = 0;
+    for (int d = 0; d < ndims_; ++d) {
+      longest += static_cast<double>(grid_.wraparound[d] ? grid_.dims[d] / 2 : grid_.dims[d] - 1);
+    }
+    double choices = 1;
+    for (int d : twisted_dims_) choices *= 2 * longest / static_cast<double>(grid_.dims[d]) + 3;
+    if (choices > 512) {
+      FailAt("topology.twist",
+             "the twisted dimensions are too short beside the others: a route could cross their "
+             "wraparounds so many times that routing would weigh about " +
+                 FormatG(choices, 3) + " choices per chip pair (at most 512); twist longer "
+                 "dimensions");
     }
     int64_t keys = 1;
     for (int d = 0; d < ndims_ && keys <= (int64_t{1} << 22); ++d) keys *= 2 * grid_.dims[d] - 1;
@@ -521,7 +538,12 @@ std::string TorusTopology::Describe() const {
           "(exactly half a ring): "
        << TieBreakName(config_.tie_break) << "\n";
   }
-  os << "  hops:        diameter " << Diameter() << ", mean " << MeanHops() << " (chip to chip)\n";
+  // A twisted pod's statistics take a pass over every chip per line position (Diameter).
+  if (!twisted() ||
+      static_cast<double>(TwistedRepresentatives().size()) * static_cast<double>(num_chips_) <=
+          1e8) {
+    os << "  hops:        diameter " << Diameter() << ", mean " << MeanHops() << " (chip to chip)\n";
+  }
   os << "  chips:       numbered row-major over (x0";
   for (int d = 1; d < ndims_; ++d) os << ", x" << d;
   os << "), the last coordinate fastest: chip = ";

@@ -141,6 +141,12 @@ TEST_CASE("bad twist values name topology.twist.*") {
         "topology.twist[0].offsets[2]: a twist may shift only dimensions that wrap and are not "
         "twisted themselves; dimension 2 does not wrap");
   CHECK(twist({{{"dim", 0}}}) == "topology.twist[0].offsets: required key is missing");
+  // A 2-chip twisted axis beside 100,000 chips: a shortest route could cross its wrap 50,000
+  // times, and routing would weigh 2 x 50,001 / 2 + 3 = 5e4 choices per pair: refused.
+  nlohmann::json lopsided = TorusJson({2, 100000});
+  lopsided["twist"] = {{"dim", 0}, {"offsets", {0, 1}}};
+  CHECK(LoadError(lopsided).rfind("topology.twist: the twisted dimensions are too short beside "
+                                  "the others", 0) == 0);
 }
 
 TEST_CASE("bad custom topologies name topology.edges[i] / num_chips") {
