@@ -67,7 +67,7 @@ TorusTopology::TorusTopology(TopologyConfig config) : config_(std::move(config))
       wrap_begin_.reserve(static_cast<size_t>(keys) + 1);
       wrap_begin_.push_back(0);
       std::vector<int64_t> delta(static_cast<size_t>(ndims_));
-      std::vector<int16_t> choices;
+      std::vector<int16_t> solved;
       for (int64_t key = 0; key < keys; ++key) {
         int64_t rest = key;
         for (int d = ndims_ - 1; d >= 0; --d) {
@@ -75,8 +75,8 @@ TorusTopology::TorusTopology(TopologyConfig config) : config_(std::move(config))
           delta[static_cast<size_t>(d)] = rest % span - (grid_.dims[d] - 1);
           rest /= span;
         }
-        SolveWraps(delta.data(), choices);
-        wrap_choices_.insert(wrap_choices_.end(), choices.begin(), choices.end());
+        SolveWraps(delta.data(), solved);
+        wrap_choices_.insert(wrap_choices_.end(), solved.begin(), solved.end());
         wrap_begin_.push_back(static_cast<int32_t>(wrap_choices_.size()));
       }
     }
