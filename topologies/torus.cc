@@ -267,23 +267,21 @@ void TorusTopology::SolveWraps(const int64_t* delta, std::vector<int16_t>& out) 
   for (const std::vector<int16_t>& f : found) out.insert(out.end(), f.begin(), f.end());
 }
 
-size_t TorusTopology::ShortestWraps(int64_t src_chip, int64_t dst_chip,
-                                    std::vector<int16_t>& out) const {
+const int16_t* TorusTopology::ShortestWraps(int64_t src_chip, int64_t dst_chip,
+                                            std::vector<int16_t>& scratch, size_t& count) const {
   const size_t k = twisted_dims_.size();
-  if (!wrap_begin_.empty()) {
-    const int64_t key = DeltaKey(src_chip, dst_chip);
-    const auto begin = wrap_choices_.begin() + wrap_begin_[static_cast<size_t>(key)];
-    const auto end = wrap_choices_.begin() + wrap_begin_[static_cast<size_t>(key) + 1];
-    out.assign(begin, end);
-  } else {
-    std::vector<int64_t> delta(static_cast<size_t>(ndims_));
-    for (int d = 0; d < ndims_; ++d) {
-      delta[static_cast<size_t>(d)] =
-          coords_[dst_chip * ndims_ + d] - coords_[src_chip * ndims_ + d];
-    }
-    SolveWraps(delta.data(), out);
+  if (!wrap_begin_.empty()) {  // read in place: routing allocates nothing
+    const auto key = static_cast<size_t>(DeltaKey(src_chip, dst_chip));
+    count = static_cast<size_t>(wrap_begin_[key + 1] - wrap_begin_[key]) / k;
+    return wrap_choices_.data() + wrap_begin_[key];
   }
-  return out.size() / k;
+  std::vector<int64_t> delta(static_cast<size_t>(ndims_));
+  for (int d = 0; d < ndims_; ++d) {
+    delta[static_cast<size_t>(d)] = coords_[dst_chip * ndims_ + d] - coords_[src_chip * ndims_ + d];
+  }
+  SolveWraps(delta.data(), scratch);
+  count = scratch.size() / k;
+  return scratch.data();
 }
 
 void TorusTopology::WriteLegs(int64_t src_chip, const Leg* legs, uint32_t flip,
@@ -343,9 +341,10 @@ void TorusTopology::AppendRoute(int64_t src_core, int64_t dst_core,
   const int64_t src_local = src_core % cpc;
   Leg legs[kMaxDims];
   const int16_t* wraps = nullptr;
-  std::vector<int16_t> choices;
+  std::vector<int16_t> scratch;
   if (twisted()) {
-    const size_t count = ShortestWraps(src_chip, dst_chip, choices);
+    size_t count = 0;
+    const int16_t* choices = ShortestWraps(src_chip, dst_chip, scratch, count);
     // Ties between wrap choices: the first (positive, split) or by parity (alternate).
     size_t pick = 0;
     if (config_.tie_break == TieBreak::kAlternate) {
@@ -353,7 +352,7 @@ void TorusTopology::AppendRoute(int64_t src_core, int64_t dst_core,
       for (int d = 0; d < ndims_; ++d) parity += coords_[src_chip * ndims_ + d];
       pick = static_cast<size_t>(parity) % count;
     }
-    wraps = choices.data() + pick * twisted_dims_.size();
+    wraps = choices + pick * twisted_dims_.size();
   }
   const size_t start = out.size();
   out.resize(start + PlanLegs(src_chip, dst_chip, src_local, wraps, legs));
@@ -384,12 +383,13 @@ size_t TorusTopology::RouteSplitInto(int64_t src_core, int64_t dst_core,
   // Wrap choices of a twisted torus (one "choice" of nothing on a plain one), each with every
   // combination of directions on its half-ring ties; the bytes split evenly over the choices,
   // then evenly over a choice's tie combinations.
-  std::vector<int16_t> choices;
+  std::vector<int16_t> scratch;
   const size_t k = twisted_dims_.size();
-  const size_t count = twisted() ? ShortestWraps(src_chip, dst_chip, choices) : 1;
+  size_t count = 1;
+  const int16_t* choices = twisted() ? ShortestWraps(src_chip, dst_chip, scratch, count) : nullptr;
   size_t n = 0;
   for (size_t c = 0; c < count; ++c) {
-    const int16_t* wraps = twisted() ? choices.data() + c * k : nullptr;
+    const int16_t* wraps = twisted() ? choices + c * k : nullptr;
     Leg legs[kMaxDims];
     const int64_t hops = PlanLegs(src_chip, dst_chip, src_core % cpc, wraps, legs);
     int tie_dims[kMaxDims];
@@ -422,9 +422,10 @@ int64_t TorusTopology::Hops(int64_t src_core, int64_t dst_core) const {
   const int64_t dst_chip = dst_core / cpc;
   if (src_chip == dst_chip) return 1;
   Leg legs[kMaxDims];
-  std::vector<int16_t> choices;
-  if (twisted()) ShortestWraps(src_chip, dst_chip, choices);
-  return PlanLegs(src_chip, dst_chip, 0, twisted() ? choices.data() : nullptr, legs);
+  std::vector<int16_t> scratch;
+  size_t count = 0;
+  const int16_t* wraps = twisted() ? ShortestWraps(src_chip, dst_chip, scratch, count) : nullptr;
+  return PlanLegs(src_chip, dst_chip, 0, wraps, legs);
 }
 
 std::vector<int64_t> TorusTopology::TwistedRepresentatives() const {

@@ -78,8 +78,9 @@ class TorusTopology final : public Topology {
   int64_t PlanLegs(int64_t src_chip, int64_t dst_chip, int64_t src_local, const int16_t* wraps,
                    Leg* legs) const;
   // Twisted tori: the shortest choices of a (twisted_dims_.size() entries each) for the chip
-  // pair, written to out; returns how many.
-  size_t ShortestWraps(int64_t src_chip, int64_t dst_chip, std::vector<int16_t>& out) const;
+  // pair, `count` of them: in the cache, or (when there is none) solved into `scratch`.
+  const int16_t* ShortestWraps(int64_t src_chip, int64_t dst_chip, std::vector<int16_t>& scratch,
+                               size_t& count) const;
   // The choices for a box-coordinate difference (cache index `key`), solved afresh.
   void SolveWraps(const int64_t* delta, std::vector<int16_t>& out) const;
   // Twisted tori: chips from which every distance occurs (see Diameter).
