@@ -1,7 +1,6 @@
 #include "sim/network/packet_network.h"
 
 #include <algorithm>
-#include <functional>
 
 #include "base/error.h"
 
@@ -23,16 +22,16 @@ PacketNetwork::PacketNetwork(const topo::Topology& topology, PacketOptions optio
     }
     bandwidth_.push_back(link.bandwidth.value);
     latency_.push_back(link.latency.picos());
+    full_packet_ps_.push_back(TransferTime(Bytes{options.packet_bytes}, link.bandwidth).picos());
   }
 }
 
 void PacketNetwork::Push(int64_t time_ps, EventKind kind, int32_t index) {
-  events_.push_back(Event{time_ps, next_seq_++, kind, index});
-  std::push_heap(events_.begin(), events_.end(), std::greater<>());
+  events_.Push(time_ps, Event{kind, index});
 }
 
 Time PacketNetwork::NextEventTime() const {
-  return events_.empty() ? Time::Max() : Time::Picos(events_.front().time_ps);
+  return events_.empty() ? Time::Max() : Time::Picos(events_.TopKey());
 }
 
 void PacketNetwork::Start(TransferId id, int64_t src_core, int64_t dst_core, Bytes bytes, Time now) {
@@ -94,16 +93,18 @@ void PacketNetwork::Inject(int32_t stream_index, int64_t time_ps) {
     p = static_cast<int32_t>(packets_.size());
     packets_.emplace_back();
   }
-  packets_[static_cast<size_t>(p)] = Packet{stream_index, 0, bytes, time_ps};
+  packets_[static_cast<size_t>(p)] =
+      Packet{stream.links.data(), stream_index, 0, static_cast<int32_t>(stream.links.size()), bytes, time_ps};
   Push(time_ps, EventKind::kArrive, p);
 }
 
 // The packet's head is at the chip before hop packet.hop at now_ps: queue it on that link.
 void PacketNetwork::OnArrive(int32_t packet_index, int64_t now_ps) {
   Packet& packet = packets_[static_cast<size_t>(packet_index)];
-  Stream& stream = streams_[static_cast<size_t>(packet.stream)];
-  const size_t l = static_cast<size_t>(stream.links[static_cast<size_t>(packet.hop)]);
-  const int64_t serialise = packet.bytes > 0 ? TransferTime(Bytes{packet.bytes}, BytesPerSecond{bandwidth_[l]}).picos() : 0;
+  const size_t l = static_cast<size_t>(packet.links[packet.hop]);
+  const int64_t serialise = packet.bytes == options_.packet_bytes ? full_packet_ps_[l]
+                            : packet.bytes > 0 ? TransferTime(Bytes{packet.bytes}, BytesPerSecond{bandwidth_[l]}).picos()
+                                               : 0;
   // FIFO: events arrive in time order, so the link serves packets in arrival order.
   const int64_t start = std::max(now_ps, free_ps_[l]);
   // Store-and-forward: tail_ps == now_ps <= start. Cut-through: the link cannot send the tail
@@ -113,12 +114,15 @@ void PacketNetwork::OnArrive(int32_t packet_index, int64_t now_ps) {
   free_ps_[l] = end;
   link_bytes_[l] += static_cast<double>(packet.bytes);
   link_busy_ps_[l] += serialise;
-  if (packet.hop == 0 && stream.injected < stream.packets) Inject(packet.stream, start);
+  if (packet.hop == 0) {
+    const Stream& stream = streams_[static_cast<size_t>(packet.stream)];
+    if (stream.injected < stream.packets) Inject(packet.stream, start);
+  }
   // Inject may grow packets_: refer to the packet by index from here on.
   Packet& moved = packets_[static_cast<size_t>(packet_index)];
   const int64_t flight = latency_[l];
   moved.tail_ps = (Time::Picos(end) + Time::Picos(flight)).picos();
-  if (moved.hop + 1 < static_cast<int32_t>(streams_[static_cast<size_t>(moved.stream)].links.size())) {
+  if (moved.hop + 1 < moved.hops) {
     ++moved.hop;
     const int64_t head = options_.switching == PacketSwitching::kCutThrough
                              ? (Time::Picos(start) + Time::Picos(flight)).picos()
@@ -143,14 +147,21 @@ std::vector<TransferId> PacketNetwork::Advance(Time t) {
   internal::CheckAdvance("packet", t, time_, NextEventTime());
   time_ = t;
   std::vector<TransferId> done;
-  while (!events_.empty() && events_.front().time_ps == t.picos()) {
-    std::pop_heap(events_.begin(), events_.end(), std::greater<>());
-    const Event event = events_.back();
-    events_.pop_back();
+  while (!events_.empty() && events_.TopKey() == t.picos()) {
+    const Event event = events_.Pop();
     ++events_processed_;
+    // Simultaneous events are the common case on symmetric traffic: start loading the next
+    // ones' packets and paths, scattered in memory, while this one is handled.
+    if (const Event* next = events_.PeekSameKey(8); next != nullptr && next->kind != EventKind::kStreamDone) {
+      __builtin_prefetch(&packets_[static_cast<size_t>(next->index)]);
+    }
+    if (const Event* next = events_.PeekSameKey(3); next != nullptr && next->kind == EventKind::kArrive) {
+      const Packet& packet = packets_[static_cast<size_t>(next->index)];
+      __builtin_prefetch(packet.links + packet.hop);
+    }
     switch (event.kind) {
       case EventKind::kArrive:
-        OnArrive(event.index, event.time_ps);
+        OnArrive(event.index, t.picos());
         break;
       case EventKind::kDeliver: {
         const int32_t s = packets_[static_cast<size_t>(event.index)].stream;
