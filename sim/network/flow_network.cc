@@ -86,9 +86,22 @@ class FlowNetwork::Impl {
   int64_t NextDataEnd();
   // Retires every class whose data ends at t; returns the lowest rate among them (+inf if none).
   double FinishAt(int64_t t);
-  // Max-min filling of fill_set_ (ascending) at time t over the capacity the other classes leave.
-  void Refill(int64_t t, bool all);
-  void MaybeCompact();
+  // Max-min filling of fill_set_ (ascending) at time t over the capacity the other classes leave,
+  // the progressive filling resumed at `base` (a level no refilled class ends below).
+  // Returns whether it refilled every active class (order_ rebuilt whole).
+  bool Refill(int64_t t, bool all, double base);
+  // Refill of a start batch (and of the classes that ended at its time, finished_) when the
+  // classes they can affect are few; false (nothing done) when they are many.
+  bool RefillComponent(int64_t t);
+  // The active classes connected to the links of `seeds` through shared links and classes
+  // (only classes with rate >= `lowest` cross), into component_, marked in class_mark_; false
+  // as soon as there are more than `limit`.
+  bool CollectComponent(const PodVector<int32_t>& seeds, double lowest, size_t limit);
+  // Lists class c on each of its links (link_classes_).
+  void IndexClass(int32_t c);
+  // Merges the two runs of order_ that are each sorted by rate: [first, middle) and [middle, end).
+  void MergeOrder(size_t first, size_t middle);
+  bool MaybeCompact();  // true if it compacted
   void Reset();
 
   const topo::Topology& topology_;
@@ -130,6 +143,20 @@ class FlowNetwork::Impl {
   internal::CompletionQueue completions_;
   internal::MaxMinFiller filler_;
   PodVector<int32_t> fill_set_;
+  // Connected components. Max-min fair rates decompose over the connected components of the
+  // graph of classes and the links they cross: a start or an end changes rates only in its
+  // component. On traffic that is many small independent groups (the rings of a torus
+  // all-reduce, where each link carries one or two flows), refilling the component instead of
+  // every class at or above the finishing rate is what keeps an event cheap.
+  std::vector<PodVector<int32_t>> link_classes_;  // per link: classes crossing it (finished ones pruned lazily)
+  PodVector<uint32_t> class_mark_;                // per class: == mark_ if in component_
+  std::vector<uint32_t> link_mark_;               // per link: == mark_ if visited
+  uint32_t mark_ = 0;
+  bool indexed_ = false;  // link_classes_ lists every active class
+  PodVector<int32_t> component_;
+  PodVector<int32_t> link_stack_;
+  PodVector<int32_t> finished_;  // classes retired by the last FinishAt
+  PodVector<int32_t> kept_;      // scratch: classes of order_ kept through a refill
 
   // Pending start batch.
   bool batch_open_ = false;
@@ -148,7 +175,9 @@ FlowNetwork::Impl::Impl(const topo::Topology& topology, FlowOptions options)
       num_links_(static_cast<int32_t>(topology.links().size())),
       used_(topology.links().size(), 0.0),
       done_bytes_(topology.links().size(), 0.0),
-      filler_(static_cast<int32_t>(topology.links().size())) {
+      filler_(static_cast<int32_t>(topology.links().size())),
+      link_classes_(topology.links().size()),
+      link_mark_(topology.links().size(), 0) {
   if (topology.links().size() >= static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
     throw Error("flow network: topology " + topology.name() + " has too many links for int32 ids");
   }
@@ -333,6 +362,7 @@ void FlowNetwork::Impl::Flush() {
   const int64_t t = batch_ps_;
   // Classes whose data ends exactly at t leave before the new ones join, as if Advance(t) had
   // been called first; the full refill below covers their departure.
+  finished_.clear();
   if (NextDataEnd() == t) FinishAt(t);
   time_ps_ = t;
 
@@ -345,19 +375,109 @@ void FlowNetwork::Impl::Flush() {
   active_classes_ += static_cast<int64_t>(classes_.size() - batch_first_class_);
   stats_.peak_active_classes = std::max(stats_.peak_active_classes, active_classes_);
 
-  MaybeCompact();
+  // The link -> class index is built once batches come that are small next to what is in flight
+  // (a lone large batch, such as an AllToAll's, affects everything: no index, no memory for it).
+  const size_t batch = classes_.size() - batch_first_class_;
+  const bool small = batch * 4 <= static_cast<size_t>(active_classes_);
+  const bool compacted = MaybeCompact();
+  if (compacted || (small && !indexed_)) {
+    for (PodVector<int32_t>& list : link_classes_) list.clear();
+    for (size_t c = 0; c < classes_.size(); ++c) {
+      if (classes_[c].active) IndexClass(static_cast<int32_t>(c));
+    }
+    indexed_ = true;
+  } else if (indexed_) {
+    for (size_t c = batch_first_class_; c < classes_.size(); ++c) IndexClass(static_cast<int32_t>(c));
+  }
+  if (!compacted && small && RefillComponent(t)) return;
   fill_set_.clear();
   for (size_t c = 0; c < classes_.size(); ++c) {
     if (classes_[c].active) fill_set_.push_back(static_cast<int32_t>(c));
   }
-  Refill(t, /*all=*/true);
+  Refill(t, /*all=*/true, 0.0);
+}
+
+void FlowNetwork::Impl::IndexClass(int32_t c) {
+  const int32_t* links = Links(c);
+  for (int32_t i = 0; i < NumLinks(c); ++i) link_classes_[static_cast<size_t>(links[i])].push_back(c);
+}
+
+bool FlowNetwork::Impl::CollectComponent(const PodVector<int32_t>& seeds, double lowest, size_t limit) {
+  if (class_mark_.size() < classes_.size()) class_mark_.resize(classes_.size(), 0);
+  if (++mark_ == 0) {  // wrapped: forget every old mark
+    std::fill(class_mark_.begin(), class_mark_.end(), 0);
+    std::fill(link_mark_.begin(), link_mark_.end(), 0);
+    mark_ = 1;
+  }
+  component_.clear();
+  link_stack_.clear();
+  const auto visit_links = [&](int32_t c) {
+    const int32_t* links = Links(c);
+    for (int32_t i = 0; i < NumLinks(c); ++i) {
+      const size_t l = static_cast<size_t>(links[i]);
+      if (link_mark_[l] != mark_) {
+        link_mark_[l] = mark_;
+        link_stack_.push_back(links[i]);
+      }
+    }
+  };
+  for (int32_t c : seeds) visit_links(c);
+  while (!link_stack_.empty()) {
+    PodVector<int32_t>& list = link_classes_[static_cast<size_t>(link_stack_.back())];
+    link_stack_.resize(link_stack_.size() - 1);
+    size_t kept = 0;
+    for (size_t i = 0; i < list.size(); ++i) {
+      const int32_t c = list[i];
+      if (!classes_[static_cast<size_t>(c)].active) continue;  // finished: pruned
+      list[kept++] = c;
+      if (class_mark_[static_cast<size_t>(c)] == mark_ || rate_[static_cast<size_t>(c)] < lowest) continue;
+      class_mark_[static_cast<size_t>(c)] = mark_;
+      component_.push_back(c);
+      if (component_.size() > limit) {
+        for (size_t j = i + 1; j < list.size(); ++j) list[kept++] = list[j];
+        list.resize(kept);
+        return false;
+      }
+      visit_links(c);
+    }
+    list.resize(kept);
+  }
+  return true;
+}
+
+void FlowNetwork::Impl::MergeOrder(size_t first, size_t middle) {
+  const auto by_rate = [&](int32_t a, int32_t b) { return rate_[static_cast<size_t>(a)] < rate_[static_cast<size_t>(b)]; };
+  std::inplace_merge(order_.begin() + first, order_.begin() + middle, order_.end(), by_rate);
+}
+
+bool FlowNetwork::Impl::RefillComponent(int64_t t) {
+  // Seeds: the new classes and the ones that just ended. Any rate in their component may change.
+  kept_.clear();
+  for (size_t c = batch_first_class_; c < classes_.size(); ++c) kept_.push_back(static_cast<int32_t>(c));
+  kept_.append(finished_.begin(), finished_.end());
+  const size_t limit = static_cast<size_t>(active_classes_) / 4;
+  if (!CollectComponent(kept_, 0.0, limit)) return false;
+  ++stats_.component_fillings;
+  fill_set_.assign(component_.begin(), component_.end());
+  std::sort(fill_set_.begin(), fill_set_.end());
+  // order_ without the component's classes; the refill appends them in their new order.
+  kept_.clear();
+  for (int32_t c : order_) {
+    if (class_mark_[static_cast<size_t>(c)] != mark_) kept_.push_back(c);
+  }
+  order_.swap(kept_);
+  const size_t middle = order_.size();
+  if (!Refill(t, /*all=*/false, 0.0)) MergeOrder(0, middle);
+  return true;
 }
 
 double FlowNetwork::Impl::FinishAt(int64_t t) {
   double lowest = std::numeric_limits<double>::infinity();
+  finished_.clear();
   while (NextDataEnd() == t) {
     const int32_t c = ends_.top().cls;
     ends_.pop();
+    finished_.push_back(c);
     FlowClass& k = classes_[static_cast<size_t>(c)];
     k.active = false;
     --active_classes_;
@@ -389,11 +509,33 @@ std::vector<TransferId> FlowNetwork::Impl::Advance(Time t) {
   time_ps_ = t.picos();
   if (NextDataEnd() == t.picos()) {
     const double lowest = FinishAt(t.picos());
-    // Rates below `lowest` are unchanged (see the header); refill the classes at or above it.
+    // Rates below `lowest` are unchanged (see the header); refill the classes at or above it,
+    // or only those connected to the ended ones through classes at or above it when they are
+    // few (the others' inputs did not change).
     const auto split = std::lower_bound(order_.begin(), order_.end(), lowest,
                                         [&](int32_t c, double level) { return rate_[static_cast<size_t>(c)] < level; });
     fill_set_.clear();
     const size_t suffix = static_cast<size_t>(order_.end() - split);
+    const size_t split_at = static_cast<size_t>(split - order_.begin());
+    if (indexed_ && active_classes_ > 0 && suffix > 64 && CollectComponent(finished_, lowest, suffix / 4)) {
+      ++stats_.component_fillings;
+      fill_set_.assign(component_.begin(), component_.end());
+      std::sort(fill_set_.begin(), fill_set_.end());
+      kept_.clear();
+      for (auto it = split; it != order_.end(); ++it) {
+        const int32_t c = *it;
+        if (classes_[static_cast<size_t>(c)].active && class_mark_[static_cast<size_t>(c)] != mark_) kept_.push_back(c);
+      }
+      order_.erase(split, order_.end());
+      const double base = order_.empty() ? 0.0 : rate_[static_cast<size_t>(order_.back())];
+      const bool whole = !fill_set_.empty() && Refill(t.picos(), /*all=*/false, base);
+      if (!whole) {
+        const size_t middle = order_.size();
+        order_.append(kept_.begin(), kept_.end());
+        MergeOrder(split_at, middle);
+      }
+      return completions_.PopAt(t);
+    }
     if (suffix * 8 > classes_.size()) {
       // A large part: one sequential pass in memory order beats sorting.
       for (size_t c = 0; c < classes_.size(); ++c) {
@@ -409,7 +551,7 @@ std::vector<TransferId> FlowNetwork::Impl::Advance(Time t) {
     if (active_classes_ == 0) {
       Reset();
     } else if (!fill_set_.empty()) {
-      Refill(t.picos(), /*all=*/false);
+      Refill(t.picos(), /*all=*/false, order_.empty() ? 0.0 : rate_[static_cast<size_t>(order_.back())]);
     }
   }
   return completions_.PopAt(t);
@@ -427,9 +569,11 @@ void FlowNetwork::Impl::Reset() {
   order_.clear();
   ends_.clear();
   std::fill(used_.begin(), used_.end(), 0.0);
+  for (PodVector<int32_t>& list : link_classes_) list.clear();
+  indexed_ = false;
 }
 
-void FlowNetwork::Impl::Refill(int64_t t, bool all) {
+bool FlowNetwork::Impl::Refill(int64_t t, bool all, double base) {
   ++(all ? stats_.full_fillings : stats_.partial_fillings);
   // Refilling every active class: rebuild used_ from zero rather than subtract class by class.
   all = all || static_cast<int64_t>(fill_set_.size()) == active_classes_;
@@ -449,9 +593,7 @@ void FlowNetwork::Impl::Refill(int64_t t, bool all) {
       for (int32_t i = 0; i < NumLinks(c); ++i) used_[static_cast<size_t>(links[i])] -= old;
     }
   }
-  // Start at the highest rate kept from earlier fillings so that order_ stays sorted by rate.
-  const double base = order_.empty() ? 0.0 : rate_[static_cast<size_t>(order_.back())];
-  filler_.Fill(fill_set_, Paths(), capacity_, used_, base, rate_.data(), order_);
+  filler_.Fill(fill_set_, Paths(), capacity_, used_, all ? 0.0 : base, rate_.data(), order_);
   bool starved = false;
   for (int32_t c : fill_set_) {
     FlowClass& k = classes_[static_cast<size_t>(c)];
@@ -470,8 +612,7 @@ void FlowNetwork::Impl::Refill(int64_t t, bool all) {
     for (size_t c = 0; c < classes_.size(); ++c) {
       if (classes_[c].active) fill_set_.push_back(static_cast<int32_t>(c));
     }
-    Refill(t, /*all=*/true);
-    return;
+    return Refill(t, /*all=*/true, 0.0);
   }
   if (fill_set_.size() * 4 > static_cast<size_t>(active_classes_) ||
       ends_.size() > 2 * static_cast<size_t>(active_classes_) + 1024) {
@@ -486,15 +627,16 @@ void FlowNetwork::Impl::Refill(int64_t t, bool all) {
       ends_.push(EndEntry{classes_[static_cast<size_t>(c)].end_ps, c});
     }
   }
+  return all;
 }
 
 // Drops finished classes once they outnumber the live ones, renumbering the live classes in
 // order. Called between a batch's arrival and its full refill (which rebuilds order_ and the
 // end heap).
-void FlowNetwork::Impl::MaybeCompact() {
+bool FlowNetwork::Impl::MaybeCompact() {
   const size_t live = static_cast<size_t>(active_classes_);
   const size_t dead = classes_.size() - live;
-  if (dead < (size_t{1} << 16) || dead < live) return;
+  if (dead < (size_t{1} << 16) || dead < live) return false;
   PodVector<FlowClass> classes;
   PodVector<int32_t> data;
   PodVector<int64_t> begin;
@@ -532,6 +674,7 @@ void FlowNetwork::Impl::MaybeCompact() {
   member_next_ = std::move(member_next);
   order_.clear();
   ends_.clear();
+  return true;
 }
 
 const std::vector<double>& FlowNetwork::Impl::LinkBytes() {

@@ -21,6 +21,13 @@
 //  - when classes finish, only the classes whose rate was >= the lowest finishing rate are
 //    refilled: progressive filling shows that removing a flow frozen at level s leaves every rate
 //    below s unchanged;
+//  - max-min rates decompose over the connected components of the graph of classes and the
+//    links they cross, so a start refills only the component of the new classes, and an end only
+//    the classes at or above its rate that are connected to it through such classes, when those
+//    are under a quarter of the candidates (a link -> class index, built once batches are small
+//    next to the traffic in flight). Rings of a torus all-reduce, one or two flows per link, so
+//    refill a handful of classes per event instead of all of them. Classes outside the refill
+//    keep their end times instead of being rounded up to a picosecond again;
 //  - the filling itself (sim/network/maxmin.h) saturates all links at the minimum fair share at
 //    once, so symmetric traffic takes a few sequential sweeps, and falls back to a lazy heap of
 //    link shares when there are many distinct levels;
@@ -57,6 +64,7 @@ class FlowNetwork : public NetworkModel {
     int64_t classes_filled = 0;      // classes summed over all fillings
     int64_t filling_rounds = 0;      // sweeps of the round method (see sim/network/maxmin.h)
     int64_t heap_fillings = 0;       // fillings finished one link at a time
+    int64_t component_fillings = 0;  // fillings of only the classes connected to the changed ones
     int64_t peak_active_classes = 0;
   };
 

@@ -292,6 +292,63 @@ TEST_CASE("flow: random traffic on a 4x4 torus matches a from-scratch max-min re
   }
 }
 
+TEST_CASE("flow: many small independent groups, staggered, match the from-scratch reference") {
+  // Refills limited to a connected component (see flow_network.h) against the reference that
+  // recomputes every rate at every event. An 8x8 torus; each wave starts a few transfers to a
+  // neighbour or two hops away (paths of 1-2 links, so components stay small) at its own
+  // time, while earlier waves are still in flight; some waves reuse a link so that components
+  // merge, and some start as others end. Tolerance as in the test above.
+  topo::TopologyConfig config;
+  config.dims = {8, 8};
+  config.cores_per_chip = 1;
+  config.link_bandwidth = 1e11;
+  config.hop_latency_us = 0.5;
+  const topo::TorusTopology torus(config);
+  std::vector<double> capacity;
+  for (const topo::Link& l : torus.links()) capacity.push_back(l.bandwidth.value);
+  std::mt19937_64 rng(7);
+  std::uniform_int_distribution<int64_t> chip(0, 63);
+  std::uniform_int_distribution<int64_t> size(10'000, 400'000);
+  std::uniform_int_distribution<int> step(0, 3);
+  FlowNetwork net(torus);
+  std::vector<RefFlow> ref;
+  std::map<TransferId, Time> done;
+  TransferId id = 0;
+  for (int wave = 0; wave < 60; ++wave) {
+    const int64_t wave_ps = wave * 300'000;  // 0.3 us apart; a 400 kB transfer alone takes 4 us
+    while (net.NextEventTime().picos() < wave_ps) {
+      const Time t = net.NextEventTime();
+      for (TransferId finished : net.Advance(t)) done[finished] = t;
+    }
+    const int count = wave == 0 ? 150 : 3;  // a large first batch, then small ones
+    for (int i = 0; i < count; ++i) {
+      const int64_t src = chip(rng);
+      const int64_t x = src % 8, y = src / 8;
+      const int s = step(rng);
+      const int64_t dst = s == 0 ? (x + 1) % 8 + 8 * y : s == 1 ? x + 8 * ((y + 1) % 8)
+                        : s == 2 ? (x + 2) % 8 + 8 * y : (x + 1) % 8 + 8 * ((y + 1) % 8);
+      const int64_t bytes = size(rng);
+      net.Start(id, src, dst, Bytes{bytes}, Time::Picos(wave_ps));
+      const auto paths = torus.RouteSplit(src, dst);
+      const auto parts = internal::SplitBytes(bytes, paths);
+      for (size_t p = 0; p < paths.size(); ++p) {
+        ref.push_back(RefFlow{paths[p].links, static_cast<double>(parts[p]), wave_ps * 1e-12,
+                              internal::PathLatencyPs(torus, paths[p].links) * 1e-12, id});
+      }
+      ++id;
+    }
+  }
+  done.merge(RunToCompletion(net));
+  const auto expected = ReferenceFluid(capacity, ref);
+  REQUIRE(done.size() == expected.size());
+  for (const auto& [tid, t] : expected) {
+    INFO("transfer " << tid);
+    CHECK(std::abs(done.at(tid).seconds() - t) < 1e-9);
+  }
+  // The component path ran, on starts (59 small batches) and on ends (the rest of the count).
+  CHECK(net.stats().component_fillings > 70);
+}
+
 TEST_CASE("flow: AllToAll on a 4x4 torus with 2 cores per chip; aggregation is exact") {
   // Direct AllToAll, 64 KiB per pair. Cores of one chip have one path to cores of another chip:
   // with aggregation, 4 core pairs per chip pair share a class (plus the on-chip pairs).
