@@ -88,8 +88,7 @@ class FlowNetwork::Impl {
   double FinishAt(int64_t t);
   // Max-min filling of fill_set_ (ascending) at time t over the capacity the other classes leave,
   // the progressive filling resumed at `base` (a level no refilled class ends below).
-  // Returns whether it refilled every active class (order_ rebuilt whole).
-  bool Refill(int64_t t, bool all, double base);
+  void Refill(int64_t t, bool all, double base);
   // Refill of a start batch (and of the classes that ended at its time, finished_) when the
   // classes they can affect are few; false (nothing done) when they are many.
   bool RefillComponent(int64_t t);
@@ -99,8 +98,7 @@ class FlowNetwork::Impl {
   bool CollectComponent(const PodVector<int32_t>& seeds, double lowest, size_t limit);
   // Lists class c on each of its links (link_classes_).
   void IndexClass(int32_t c);
-  // Merges the two runs of order_ that are each sorted by rate: [first, middle) and [middle, end).
-  void MergeOrder(size_t first, size_t middle);
+
   bool MaybeCompact();  // true if it compacted
   void Reset();
 
@@ -133,8 +131,7 @@ class FlowNetwork::Impl {
   std::vector<int32_t> free_slots_;
   int64_t active_classes_ = 0;
 
-  // Active classes in the order the last fillings froze them: rates are nondecreasing.
-  PodVector<int32_t> order_;
+  PodVector<int32_t> frozen_order_;  // the filler's freezing order (not needed here)
   EndQueue ends_;                   // data ends, with stale entries (class refilled or finished)
   PodVector<EndEntry> end_scratch_;
   std::vector<double> used_;        // per link: sum of weight * rate of active classes, B/s
@@ -156,7 +153,7 @@ class FlowNetwork::Impl {
   PodVector<int32_t> component_;
   PodVector<int32_t> link_stack_;
   PodVector<int32_t> finished_;  // classes retired by the last FinishAt
-  PodVector<int32_t> kept_;      // scratch: classes of order_ kept through a refill
+  PodVector<int32_t> seeds_;     // scratch: classes whose links start a component search
 
   // Pending start batch.
   bool batch_open_ = false;
@@ -445,29 +442,17 @@ bool FlowNetwork::Impl::CollectComponent(const PodVector<int32_t>& seeds, double
   return true;
 }
 
-void FlowNetwork::Impl::MergeOrder(size_t first, size_t middle) {
-  const auto by_rate = [&](int32_t a, int32_t b) { return rate_[static_cast<size_t>(a)] < rate_[static_cast<size_t>(b)]; };
-  std::inplace_merge(order_.begin() + first, order_.begin() + middle, order_.end(), by_rate);
-}
-
 bool FlowNetwork::Impl::RefillComponent(int64_t t) {
   // Seeds: the new classes and the ones that just ended. Any rate in their component may change.
-  kept_.clear();
-  for (size_t c = batch_first_class_; c < classes_.size(); ++c) kept_.push_back(static_cast<int32_t>(c));
-  kept_.append(finished_.begin(), finished_.end());
+  seeds_.clear();
+  for (size_t c = batch_first_class_; c < classes_.size(); ++c) seeds_.push_back(static_cast<int32_t>(c));
+  seeds_.append(finished_.begin(), finished_.end());
   const size_t limit = static_cast<size_t>(active_classes_) / 4;
-  if (!CollectComponent(kept_, 0.0, limit)) return false;
+  if (!CollectComponent(seeds_, 0.0, limit)) return false;
   ++stats_.component_fillings;
   fill_set_.assign(component_.begin(), component_.end());
   std::sort(fill_set_.begin(), fill_set_.end());
-  // order_ without the component's classes; the refill appends them in their new order.
-  kept_.clear();
-  for (int32_t c : order_) {
-    if (class_mark_[static_cast<size_t>(c)] != mark_) kept_.push_back(c);
-  }
-  order_.swap(kept_);
-  const size_t middle = order_.size();
-  if (!Refill(t, /*all=*/false, 0.0)) MergeOrder(0, middle);
+  Refill(t, /*all=*/false, 0.0);
   return true;
 }
 
@@ -509,49 +494,26 @@ std::vector<TransferId> FlowNetwork::Impl::Advance(Time t) {
   time_ps_ = t.picos();
   if (NextDataEnd() == t.picos()) {
     const double lowest = FinishAt(t.picos());
-    // Rates below `lowest` are unchanged (see the header); refill the classes at or above it,
-    // or only those connected to the ended ones through classes at or above it when they are
-    // few (the others' inputs did not change).
-    const auto split = std::lower_bound(order_.begin(), order_.end(), lowest,
-                                        [&](int32_t c, double level) { return rate_[static_cast<size_t>(c)] < level; });
-    fill_set_.clear();
-    const size_t suffix = static_cast<size_t>(order_.end() - split);
-    const size_t split_at = static_cast<size_t>(split - order_.begin());
-    if (indexed_ && active_classes_ > 0 && suffix > 64 && CollectComponent(finished_, lowest, suffix / 4)) {
+    // Rates below `lowest` are unchanged (see the header), and every rate at or above it stays
+    // there. Refill the classes at or above it that are connected to the ended ones through such
+    // classes (the others' inputs did not change) when they are few, else all those at or above.
+    if (active_classes_ == 0) {
+      Reset();
+    } else if (indexed_ && CollectComponent(finished_, lowest, static_cast<size_t>(active_classes_) / 4)) {
       ++stats_.component_fillings;
       fill_set_.assign(component_.begin(), component_.end());
       std::sort(fill_set_.begin(), fill_set_.end());
-      kept_.clear();
-      for (auto it = split; it != order_.end(); ++it) {
-        const int32_t c = *it;
-        if (classes_[static_cast<size_t>(c)].active && class_mark_[static_cast<size_t>(c)] != mark_) kept_.push_back(c);
-      }
-      order_.erase(split, order_.end());
-      const double base = order_.empty() ? 0.0 : rate_[static_cast<size_t>(order_.back())];
-      const bool whole = !fill_set_.empty() && Refill(t.picos(), /*all=*/false, base);
-      if (!whole) {
-        const size_t middle = order_.size();
-        order_.append(kept_.begin(), kept_.end());
-        MergeOrder(split_at, middle);
-      }
-      return completions_.PopAt(t);
-    }
-    if (suffix * 8 > classes_.size()) {
-      // A large part: one sequential pass in memory order beats sorting.
-      for (size_t c = 0; c < classes_.size(); ++c) {
-        if (classes_[c].active && rate_[c] >= lowest) fill_set_.push_back(static_cast<int32_t>(c));
-      }
+      if (!fill_set_.empty()) Refill(t.picos(), /*all=*/false, lowest);
     } else {
-      for (auto it = split; it != order_.end(); ++it) {
-        if (classes_[static_cast<size_t>(*it)].active) fill_set_.push_back(*it);
+      // The progressive filling resumes at the highest rate kept.
+      fill_set_.clear();
+      double base = 0;
+      for (size_t c = 0; c < classes_.size(); ++c) {
+        if (!classes_[c].active) continue;
+        if (rate_[c] >= lowest) fill_set_.push_back(static_cast<int32_t>(c));
+        else base = std::max(base, rate_[c]);
       }
-      std::sort(fill_set_.begin(), fill_set_.end());
-    }
-    order_.erase(split, order_.end());
-    if (active_classes_ == 0) {
-      Reset();
-    } else if (!fill_set_.empty()) {
-      Refill(t.picos(), /*all=*/false, order_.empty() ? 0.0 : rate_[static_cast<size_t>(order_.back())]);
+      if (!fill_set_.empty()) Refill(t.picos(), /*all=*/false, base);
     }
   }
   return completions_.PopAt(t);
@@ -566,22 +528,18 @@ void FlowNetwork::Impl::Reset() {
   member_ids_.clear();
   member_slots_.clear();
   member_next_.clear();
-  order_.clear();
   ends_.clear();
   std::fill(used_.begin(), used_.end(), 0.0);
   for (PodVector<int32_t>& list : link_classes_) list.clear();
   indexed_ = false;
 }
 
-bool FlowNetwork::Impl::Refill(int64_t t, bool all, double base) {
+void FlowNetwork::Impl::Refill(int64_t t, bool all, double base) {
   ++(all ? stats_.full_fillings : stats_.partial_fillings);
   // Refilling every active class: rebuild used_ from zero rather than subtract class by class.
   all = all || static_cast<int64_t>(fill_set_.size()) == active_classes_;
   stats_.classes_filled += static_cast<int64_t>(fill_set_.size());
-  if (all) {
-    std::fill(used_.begin(), used_.end(), 0.0);
-    order_.clear();
-  }
+  if (all) std::fill(used_.begin(), used_.end(), 0.0);
   for (int32_t c : fill_set_) {
     FlowClass& k = classes_[static_cast<size_t>(c)];
     const double rate = rate_[static_cast<size_t>(c)];
@@ -593,7 +551,8 @@ bool FlowNetwork::Impl::Refill(int64_t t, bool all, double base) {
       for (int32_t i = 0; i < NumLinks(c); ++i) used_[static_cast<size_t>(links[i])] -= old;
     }
   }
-  filler_.Fill(fill_set_, Paths(), capacity_, used_, all ? 0.0 : base, rate_.data(), order_);
+  frozen_order_.clear();
+  filler_.Fill(fill_set_, Paths(), capacity_, used_, all ? 0.0 : base, rate_.data(), frozen_order_);
   bool starved = false;
   for (int32_t c : fill_set_) {
     FlowClass& k = classes_[static_cast<size_t>(c)];
@@ -612,7 +571,8 @@ bool FlowNetwork::Impl::Refill(int64_t t, bool all, double base) {
     for (size_t c = 0; c < classes_.size(); ++c) {
       if (classes_[c].active) fill_set_.push_back(static_cast<int32_t>(c));
     }
-    return Refill(t, /*all=*/true, 0.0);
+    Refill(t, /*all=*/true, 0.0);
+    return;
   }
   if (fill_set_.size() * 4 > static_cast<size_t>(active_classes_) ||
       ends_.size() > 2 * static_cast<size_t>(active_classes_) + 1024) {
@@ -627,12 +587,10 @@ bool FlowNetwork::Impl::Refill(int64_t t, bool all, double base) {
       ends_.push(EndEntry{classes_[static_cast<size_t>(c)].end_ps, c});
     }
   }
-  return all;
 }
 
 // Drops finished classes once they outnumber the live ones, renumbering the live classes in
-// order. Called between a batch's arrival and its full refill (which rebuilds order_ and the
-// end heap).
+// order. Called between a batch's arrival and its full refill (which rebuilds the end heap).
 bool FlowNetwork::Impl::MaybeCompact() {
   const size_t live = static_cast<size_t>(active_classes_);
   const size_t dead = classes_.size() - live;
@@ -672,15 +630,15 @@ bool FlowNetwork::Impl::MaybeCompact() {
   member_ids_ = std::move(member_ids);
   member_slots_ = std::move(member_slots);
   member_next_ = std::move(member_next);
-  order_.clear();
   ends_.clear();
   return true;
 }
 
 const std::vector<double>& FlowNetwork::Impl::LinkBytes() {
   link_bytes_ = done_bytes_;
-  for (int32_t c : order_) {
-    const FlowClass& k = classes_[static_cast<size_t>(c)];
+  for (size_t c = 0; c < classes_.size(); ++c) {
+    const FlowClass& k = classes_[c];
+    if (!k.active) continue;
     const double left = k.remaining - rate_[static_cast<size_t>(c)] * (static_cast<double>(time_ps_ - k.updated_ps) / kPsPerSecond);
     const double bytes = static_cast<double>(k.bytes);
     const double sent = Weight(c) * std::clamp(bytes - left, 0.0, bytes);
@@ -693,7 +651,9 @@ const std::vector<double>& FlowNetwork::Impl::LinkBytes() {
 std::vector<double> FlowNetwork::Impl::LinkRates() {
   Flush();
   std::vector<double> rates(static_cast<size_t>(num_links_), 0.0);
-  for (int32_t c : order_) {
+  for (size_t i = 0; i < classes_.size(); ++i) {
+    if (!classes_[i].active) continue;
+    const int32_t c = static_cast<int32_t>(i);
     const int32_t* links = Links(c);
     for (int32_t i = 0; i < NumLinks(c); ++i) rates[static_cast<size_t>(links[i])] += Weight(c) * rate_[static_cast<size_t>(c)];
   }

@@ -24,8 +24,9 @@
 //  - max-min rates decompose over the connected components of the graph of classes and the
 //    links they cross, so a start refills only the component of the new classes, and an end only
 //    the classes at or above its rate that are connected to it through such classes, when those
-//    are under a quarter of the candidates (a link -> class index, built once batches are small
-//    next to the traffic in flight). Rings of a torus all-reduce, one or two flows per link, so
+//    are under a quarter of the active classes (a link -> class index, built once batches are
+//    small next to the traffic in flight); nothing is kept sorted by rate, so an event costs
+//    the size of its refill, not of the traffic in flight. Rings of a torus all-reduce, one or two flows per link, so
 //    refill a handful of classes per event instead of all of them. Classes outside the refill
 //    keep their end times instead of being rounded up to a picosecond again;
 //  - the filling itself (sim/network/maxmin.h) saturates all links at the minimum fair share at
