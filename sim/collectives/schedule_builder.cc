@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <iterator>
 #include <limits>
+#include <map>
+#include <memory_resource>
 #include <string>
+
+#include <boost/container/small_vector.hpp>
 
 #include "base/error.h"
 #include "sim/collectives/collective.h"
@@ -47,27 +51,48 @@ std::vector<Ranges> SplitRanges(const Ranges& ranges, int64_t k) {
   return parts;
 }
 
+// Millions of small regions are created, split and dropped while a large schedule is built: the
+// maps' nodes come from one pool (no malloc per node), and a region's few accessors are stored
+// inline (transfer indices fit int32: kMaxIndex).
+struct ScheduleBuilder::Tracker {
+  struct Region {  // from its key (start) up to the next key
+    int32_t writer = -1;
+    boost::container::small_vector<int32_t, 2> reducers;
+    boost::container::small_vector<int32_t, 2> readers;
+  };
+  using RegionMap = std::pmr::map<int64_t, Region>;
+
+  explicit Tracker(int64_t partitions) {
+    maps.reserve(static_cast<size_t>(partitions) * 3);
+    for (int64_t i = 0; i < partitions * 3; ++i) maps.emplace_back(&pool);
+  }
+  RegionMap& Map(int64_t partition, Buffer buffer) {
+    RegionMap& map = maps[static_cast<size_t>(partition * 3 + static_cast<int64_t>(buffer))];
+    if (map.empty()) map.emplace(0, Region{});
+    return map;
+  }
+
+  std::pmr::unsynchronized_pool_resource pool;  // declared first: outlives the maps
+  std::vector<RegionMap> maps;                  // [partition * 3 + buffer]
+};
+
 ScheduleBuilder::ScheduleBuilder(Schedule& schedule, bool track)
     : schedule_(schedule), track_(track) {
   if (schedule.num_partitions > kMaxIndex) {
     throw Error("schedule: " + std::to_string(schedule.num_partitions) +
                 " partitions; at most 2^31 - 1 supported");
   }
-  if (track_) regions_.resize(static_cast<size_t>(schedule.num_partitions) * 3);
+  if (track_) tracker_ = std::make_unique<Tracker>(schedule.num_partitions);
 }
 
-ScheduleBuilder::RegionMap& ScheduleBuilder::Regions(int64_t partition, Buffer buffer) {
-  RegionMap& map = regions_[static_cast<size_t>(partition * 3 + static_cast<int64_t>(buffer))];
-  if (map.empty()) map.emplace(0, Region{});
-  return map;
-}
+ScheduleBuilder::~ScheduleBuilder() = default;
 
 void ScheduleBuilder::Collect(int64_t partition, Buffer buffer, int64_t offset, int64_t elements,
                               Access access, std::vector<int64_t>& deps) {
-  RegionMap& map = Regions(partition, buffer);
+  Tracker::RegionMap& map = tracker_->Map(partition, buffer);
   auto it = std::prev(map.upper_bound(offset));
   for (; it != map.end() && it->first < offset + elements; ++it) {
-    const Region& r = it->second;
+    const Tracker::Region& r = it->second;
     if (r.writer >= 0) deps.push_back(r.writer);
     if (access != Access::kReduce) deps.insert(deps.end(), r.reducers.begin(), r.reducers.end());
     if (access != Access::kRead) deps.insert(deps.end(), r.readers.begin(), r.readers.end());
@@ -76,7 +101,7 @@ void ScheduleBuilder::Collect(int64_t partition, Buffer buffer, int64_t offset, 
 
 void ScheduleBuilder::Record(int64_t partition, Buffer buffer, int64_t offset, int64_t elements,
                              Access access, int64_t t) {
-  RegionMap& map = Regions(partition, buffer);
+  Tracker::RegionMap& map = tracker_->Map(partition, buffer);
   // Splits so that a region starts at `pos`; returns it.
   auto split = [&map](int64_t pos) {
     auto it = std::prev(map.upper_bound(pos));
@@ -87,16 +112,17 @@ void ScheduleBuilder::Record(int64_t partition, Buffer buffer, int64_t offset, i
   const int64_t end = offset + elements;
   split(end);
   for (; it != map.end() && it->first < end; ++it) {
-    Region& r = it->second;
+    Tracker::Region& r = it->second;
+    const int32_t index = static_cast<int32_t>(t);  // < kMaxIndex (AddMerged checks)
     switch (access) {
-      case Access::kRead: r.readers.push_back(t); break;
+      case Access::kRead: r.readers.push_back(index); break;
       case Access::kWrite:
-        r.writer = t;
+        r.writer = index;
         r.reducers.clear();
         r.readers.clear();
         break;
       case Access::kReduce:
-        r.reducers.push_back(t);
+        r.reducers.push_back(index);
         r.readers.clear();
         break;
     }

@@ -13,7 +13,7 @@
 
 #include <cstdint>
 #include <limits>
-#include <map>
+#include <memory>
 #include <vector>
 
 #include "sim/collectives/schedule.h"
@@ -38,6 +38,9 @@ class ScheduleBuilder {
  public:
   // `schedule` must already have num_partitions set. track: derive deps from buffer accesses.
   ScheduleBuilder(Schedule& schedule, bool track);
+  ~ScheduleBuilder();
+  ScheduleBuilder(const ScheduleBuilder&) = delete;
+  ScheduleBuilder& operator=(const ScheduleBuilder&) = delete;
 
   // Appends a transfer moving `pieces` (merged where both ends are contiguous; empty ones
   // dropped). Returns its index, or -1 if it moves nothing (then nothing is added).
@@ -61,19 +64,13 @@ class ScheduleBuilder {
 
  private:
   enum class Access : uint8_t { kRead, kWrite, kReduce };
-  struct Region {  // from its key (start) up to the next key
-    int64_t writer = -1;
-    std::vector<int64_t> reducers;
-    std::vector<int64_t> readers;
-  };
-  using RegionMap = std::map<int64_t, Region>;
+  struct Tracker;  // per (partition, buffer): element ranges and their accesses (.cc)
 
   // Sorts and dedups deps_ and stores them as t's deps (t: the last transfer).
   void SetDeps(ChunkTransfer& t);
   int64_t AddMerged(int64_t src, Buffer src_buffer, int64_t dst, Buffer dst_buffer,
                     const Segment* pieces, size_t count, bool reduce, int step,
                     const std::vector<int64_t>& extra_deps);
-  RegionMap& Regions(int64_t partition, Buffer buffer);
   void Collect(int64_t partition, Buffer buffer, int64_t offset, int64_t elements, Access access,
                std::vector<int64_t>& deps);
   void Record(int64_t partition, Buffer buffer, int64_t offset, int64_t elements, Access access,
@@ -81,7 +78,7 @@ class ScheduleBuilder {
 
   Schedule& schedule_;
   bool track_;
-  std::vector<RegionMap> regions_;  // [partition * 3 + buffer]
+  std::unique_ptr<Tracker> tracker_;  // null when not tracking
   std::vector<int64_t> deps_;       // the deps of the transfer being added
   static constexpr int64_t kMaxIndex = std::numeric_limits<int32_t>::max();
 };
