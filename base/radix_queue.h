@@ -6,18 +6,21 @@
 // never before the clock.
 //
 // It is a radix heap (Ahuja, Mehlhorn, Orlin and Tarjan 1990): bucket b holds the entries whose
-// key first differs from the last popped key at bit b - 1 (bucket 0: equal to it). An entry only
-// ever moves to a lower bucket, so each is moved at most 64 times and in practice a few, by
+// key first differs from the base key at bit b - 1 (bucket 0: equal to it). An entry only ever
+// moves to a lower bucket, so each is moved at most 64 times and in practice a few, by
 // sequential appends instead of a heap's cache-missing sift over millions of entries.
 //
-// Bucket 0 is kept in push-sequence order: entries reach it either pushed with the current key
-// (a later sequence than every entry there) or redistributed from a higher bucket when it is
-// empty, and then sorted by sequence.
+// Bucket 0 is kept in push-sequence order: entries reach it either pushed with the base key (a
+// later sequence than every entry there) or redistributed from a higher bucket when it is
+// empty, and then sorted by sequence. Looking at the top moves the base up to the smallest key;
+// a later push below the base but not below the last popped key (a simulator that asked for
+// its next event time, then starts something sooner) waits in a small binary heap beside.
 
 #include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <vector>
 
@@ -31,40 +34,42 @@ class RadixQueue {
 
   // Throws std::logic_error if key < the last popped key or key < 0 (a caller's bug).
   void Push(int64_t key, const Value& value) {
-    if (key < last_) throw std::logic_error("RadixQueue: key below the last popped key");
-    const size_t b = BucketOf(key);
-    buckets_[b].push_back(Entry{key, seq_++, value});
+    if (key < floor_) throw std::logic_error("RadixQueue: key below the last popped key");
+    const Entry e{key, seq_++, value};
     ++size_;
-    if (b != 0 && top_ != kUnknown && key < top_) top_ = key;
+    if (key < base_) {
+      early_.push_back(e);
+      std::push_heap(early_.begin(), early_.end(), std::greater<>());
+      return;
+    }
+    buckets_[BucketOf(key)].push_back(e);
   }
 
-  // The smallest key; requires !empty(). It moves no entry (a push between TopKey and Pop may
-  // still be below it), so repeated calls are O(1) and the first after a Pop scans one bucket.
-  int64_t TopKey() const {
-    if (head_ < buckets_[0].size()) return last_;
-    if (top_ == kUnknown) {
-      size_t b = 1;
-      while (buckets_[b].empty()) ++b;
-      for (const Entry& e : buckets_[b]) top_ = std::min(top_, e.key);
-    }
-    return top_;
-  }
-  // The value `ahead` entries after the next one to pop, if it has the same key (nullptr
-  // otherwise or when unknown); after a Pop. For prefetching.
-  const Value* PeekSameKey(size_t ahead) const {
-    const size_t i = head_ + ahead;
-    return i < buckets_[0].size() ? &buckets_[0][i].value : nullptr;
+  // The smallest key; requires !empty().
+  int64_t TopKey() {
+    const Entry* e = Top();
+    return e->key;
   }
   // Removes and returns the first entry of the smallest key; requires !empty().
   Value Pop() {
-    Settle();
-    const Value value = buckets_[0][head_].value;
-    if (++head_ == buckets_[0].size()) {
+    const Entry* e = Top();
+    const Value value = e->value;
+    floor_ = e->key;
+    if (!early_.empty() && e == &early_.front()) {
+      std::pop_heap(early_.begin(), early_.end(), std::greater<>());
+      early_.pop_back();
+    } else if (++head_ == buckets_[0].size()) {
       buckets_[0].clear();
       head_ = 0;
     }
     --size_;
     return value;
+  }
+  // The value `ahead` entries after the next one in bucket 0, if there is one (nullptr
+  // otherwise): an entry due at the same time, soon. For prefetching.
+  const Value* PeekSameKey(size_t ahead) const {
+    const size_t i = head_ + ahead;
+    return i < buckets_[0].size() ? &buckets_[0][i].value : nullptr;
   }
 
  private:
@@ -72,23 +77,35 @@ class RadixQueue {
     int64_t key;
     uint64_t seq;
     Value value;
+    bool operator>(const Entry& o) const { return key != o.key ? key > o.key : seq > o.seq; }
   };
 
   size_t BucketOf(int64_t key) const {
-    const uint64_t diff = static_cast<uint64_t>(key) ^ static_cast<uint64_t>(last_);
+    const uint64_t diff = static_cast<uint64_t>(key) ^ static_cast<uint64_t>(base_);
     return diff == 0 ? 0 : static_cast<size_t>(std::bit_width(diff));
   }
 
-  // Makes bucket 0 hold the smallest key's entries, in sequence order.
+  // The next entry to pop (in bucket 0 or the early heap); requires size_ > 0.
+  const Entry* Top() {
+    if (head_ == buckets_[0].size() && size_ > early_.size()) Settle();
+    const bool radix = head_ < buckets_[0].size();
+    if (early_.empty()) return &buckets_[0][head_];
+    if (!radix) return &early_.front();
+    const Entry& a = early_.front();
+    const Entry& b = buckets_[0][head_];
+    return b > a ? &a : &b;
+  }
+
+  // Bucket 0 empty, some bucket above not: moves the base to the smallest key there and
+  // redistributes that bucket, so that bucket 0 holds the smallest key's entries in sequence
+  // order.
   void Settle() {
-    if (head_ < buckets_[0].size()) return;
     size_t b = 1;
-    while (buckets_[b].empty()) ++b;  // size_ > 0: some bucket is not empty
+    while (buckets_[b].empty()) ++b;
     std::vector<Entry>& from = buckets_[b];
     int64_t min_key = from.front().key;
     for (const Entry& e : from) min_key = std::min(min_key, e.key);
-    last_ = min_key;
-    top_ = kUnknown;
+    base_ = min_key;
     for (const Entry& e : from) buckets_[BucketOf(e.key)].push_back(e);  // each to a bucket < b
     from.clear();
     std::vector<Entry>& zero = buckets_[0];
@@ -97,13 +114,12 @@ class RadixQueue {
     }
   }
 
-  static constexpr int64_t kUnknown = INT64_MAX;
-
   std::array<std::vector<Entry>, 65> buckets_;
-  mutable int64_t top_ = kUnknown;  // smallest key outside bucket 0 if known, else kUnknown
-  size_t head_ = 0;  // next entry of bucket 0 to pop
-  size_t size_ = 0;
-  int64_t last_ = 0;
+  std::vector<Entry> early_;  // min-heap on (key, seq): pushed below base_
+  size_t head_ = 0;           // next entry of bucket 0 to pop
+  size_t size_ = 0;           // all entries, early_ included
+  int64_t base_ = 0;          // the radix buckets' reference key
+  int64_t floor_ = 0;         // the last popped key
   uint64_t seq_ = 0;
 };
 

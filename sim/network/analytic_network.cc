@@ -1,10 +1,11 @@
 #include "sim/network/analytic_network.h"
 
 #include <algorithm>
-#include <map>
-#include <unordered_map>
+#include <limits>
 #include <utility>
 #include <vector>
+
+#include "base/error.h"
 
 namespace podsim::sim {
 
@@ -53,13 +54,22 @@ void AnalyticNetwork::Start(TransferId id, int64_t src_core, int64_t dst_core, B
   if (now != pending_time_) FlushBatch();
   time_ = now;
   pending_time_ = now;
-  const auto paths = topology_.RouteSplit(src_core, dst_core);
-  const std::vector<int64_t> parts = internal::SplitBytes(bytes.value, paths);
-  for (size_t p = 0; p < paths.size(); ++p) {
-    if (paths[p].links.empty()) continue;  // same core: nothing to move
-    for (int64_t l : paths[p].links) link_bytes_[static_cast<size_t>(l)] += static_cast<double>(parts[p]);
-    pending_.push_back(
-        {id, paths[p].links, parts[p], internal::PathLatencyPs(topology_, paths[p].links)});
+  const size_t num_paths = topology_.RouteSplitInto(src_core, dst_core, route_paths_);
+  internal::SplitBytesInto(bytes.value, route_paths_.data(), num_paths, split_parts_);
+  if (pending_ids_.size() >= static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    throw Error("analytic network: more than 2^31 transfers start at one time");
+  }
+  const int32_t transfer = static_cast<int32_t>(pending_ids_.size());
+  for (size_t p = 0; p < num_paths; ++p) {
+    const std::vector<int64_t>& links = route_paths_[p].links;
+    if (links.empty()) continue;  // same core: nothing to move
+    const int64_t first = static_cast<int64_t>(part_links_.size());
+    for (int64_t l : links) {
+      link_bytes_[static_cast<size_t>(l)] += static_cast<double>(split_parts_[p]);
+      part_links_.push_back(static_cast<int32_t>(l));
+    }
+    pending_.push_back({transfer, static_cast<int32_t>(links.size()), first, split_parts_[p],
+                        internal::PathLatencyPs(topology_, links)});
   }
   pending_ids_.push_back(id);
 }
@@ -68,27 +78,22 @@ void AnalyticNetwork::FlushBatch() const {
   if (pending_ids_.empty()) return;
   const Time now = pending_time_;
   const auto& links = topology_.links();
-  // The parts on each link, in start order; by link id, so the result does not depend on hashing.
-  std::map<int64_t, std::vector<size_t>> parts_on;
-  for (size_t p = 0; p < pending_.size(); ++p) {
-    for (int64_t l : pending_[p].links) parts_on[l].push_back(p);
-  }
-  std::unordered_map<TransferId, Time> end;
-  for (TransferId id : pending_ids_) end[id] = now;
-  for (const auto& [l, parts] : parts_on) {
-    const size_t li = static_cast<size_t>(l);
-    const BytesPerSecond bw{links[li].bandwidth.value};
-    // The link frees at its backlog and sends the batch's parts one after the other.
-    Time sent = std::max(backlog_[li], now);
-    for (size_t p : parts) {
-      sent += TransferTime(Bytes{pending_[p].bytes}, bw);
-      Time& e = end[pending_[p].id];
-      e = std::max(e, sent + Time::Picos(pending_[p].latency_ps));
+  // Each link frees at its backlog and sends the batch's parts one after the other in start
+  // order: walking the parts in start order, a link's backlog after a part is max(backlog, now)
+  // plus the part's time on it (the max matters only at a link's first part of the batch).
+  end_.assign(pending_ids_.size(), now);
+  for (const Part& part : pending_) {
+    Time& e = end_[static_cast<size_t>(part.transfer)];
+    for (int32_t i = 0; i < part.n; ++i) {
+      const size_t l = static_cast<size_t>(part_links_[static_cast<size_t>(part.first + i)]);
+      Time& sent = backlog_[l];
+      sent = std::max(sent, now) + TransferTime(Bytes{part.bytes}, BytesPerSecond{links[l].bandwidth.value});
+      e = std::max(e, sent + Time::Picos(part.latency_ps));
     }
-    backlog_[li] = sent;
   }
-  for (TransferId id : pending_ids_) completions_.Add(end[id], id);
+  for (size_t i = 0; i < pending_ids_.size(); ++i) completions_.Add(end_[i], pending_ids_[i]);
   pending_.clear();
+  part_links_.clear();
   pending_ids_.clear();
 }
 

@@ -41,10 +41,11 @@ class AnalyticNetwork : public NetworkModel {
   Time Duration(int64_t src_core, int64_t dst_core, Bytes bytes) const;
 
  private:
-  // One path of a started transfer, on the links of its batch.
+  // One path of a started transfer, on the links of its batch: links part_links_[first, first + n).
   struct Part {
-    TransferId id;
-    std::vector<int64_t> links;
+    int32_t transfer;  // index into pending_ids_
+    int32_t n;
+    int64_t first;
     int64_t bytes;
     int64_t latency_ps;  // of the path
   };
@@ -57,7 +58,12 @@ class AnalyticNetwork : public NetworkModel {
   // The batch and the link state it updates; mutable because NextEventTime (const) must see the
   // completions of the transfers started at the current time.
   mutable std::vector<Part> pending_;
+  mutable std::vector<int32_t> part_links_;      // the parts' links, concatenated
   mutable std::vector<TransferId> pending_ids_;  // every transfer of the batch, in start order
+  mutable std::vector<Time> end_;  // FlushBatch's scratch: per transfer of the batch
+  // Start's routing buffers (Topology::RouteSplitInto) and byte split.
+  std::vector<topo::Topology::WeightedPath> route_paths_;
+  std::vector<int64_t> split_parts_;
   mutable Time pending_time_;
   mutable std::vector<Time> backlog_;  // per directed link: when it has sent its bytes so far
   mutable internal::CompletionQueue completions_;

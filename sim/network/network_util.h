@@ -3,10 +3,10 @@
 // weighted paths, and the queue of transfers waiting for their completion time.
 
 #include <cstdint>
-#include <map>
 #include <string>
 #include <vector>
 
+#include "base/radix_queue.h"
 #include "base/units.h"
 #include "sim/network/network_model.h"
 #include "topologies/topology.h"
@@ -34,17 +34,19 @@ int64_t PathLatencyPs(const topo::Topology& topology, const std::vector<int64_t>
 // Transfers whose completion time is known, grouped by that time.
 class CompletionQueue {
  public:
-  void Add(Time t, TransferId id) { by_time_[t.picos()].push_back(id); }
-  // The transfers completing at t, to append to (one lookup for many Adds).
-  std::vector<TransferId>& At(Time t) { return by_time_[t.picos()]; }
+  // t must not be before the last PopAt's time (completions are never in the past).
+  void Add(Time t, TransferId id) { by_time_.Push(t.picos(), id); }
   // Earliest pending completion time; Time::Max() when empty.
-  Time NextTime() const { return by_time_.empty() ? Time::Max() : Time::Picos(by_time_.begin()->first); }
+  Time NextTime() const { return by_time_.empty() ? Time::Max() : Time::Picos(by_time_.TopKey()); }
   // Removes and returns the transfers completing at exactly t, ascending (empty if none).
   std::vector<TransferId> PopAt(Time t);
   bool empty() const { return by_time_.empty(); }
 
  private:
-  std::map<int64_t, std::vector<TransferId>> by_time_;  // completion time (ps) -> ids
+  // By completion time (ps). A radix queue: millions of distinct times (an analytic all-to-all
+  // gives every transfer its own) cost no node allocation each.
+  // Mutable: finding the next time may move entries between its buckets.
+  mutable RadixQueue<TransferId> by_time_;
 };
 
 }  // namespace podsim::sim::internal

@@ -36,7 +36,7 @@ TEST_CASE("RadixQueue pops by key, equal keys first in first out") {
   CHECK(q.empty());
 }
 
-TEST_CASE("RadixQueue: TopKey moves nothing, so a push below it is still allowed") {
+TEST_CASE("RadixQueue: a push below the top but not below the last pop is still allowed") {
   // A simulator asks for the next event time, then starts something earlier (but not before
   // the clock): the queue must take it and pop it first.
   RadixQueue<int> q;
