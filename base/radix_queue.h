@@ -107,7 +107,13 @@ class RadixQueue {
     for (const Entry& e : from) min_key = std::min(min_key, e.key);
     base_ = min_key;
     for (const Entry& e : from) buckets_[BucketOf(e.key)].push_back(e);  // each to a bucket < b
-    from.clear();
+    // A large bucket emptied gives its memory back: entries only move down, so the buckets that
+    // filled first (the high ones) would otherwise keep a peak's worth of capacity each.
+    if (from.capacity() > (size_t{1} << 20)) {
+      std::vector<Entry>().swap(from);
+    } else {
+      from.clear();
+    }
     std::vector<Entry>& zero = buckets_[0];
     if (zero.size() > 1) {
       std::sort(zero.begin(), zero.end(), [](const Entry& x, const Entry& y) { return x.seq < y.seq; });
