@@ -66,7 +66,8 @@ class RadixQueue {
     return value;
   }
   // The value `ahead` entries after the next one in bucket 0, if there is one (nullptr
-  // otherwise): an entry due at the same time, soon. For prefetching.
+  // otherwise): usually an entry due at the same time, soon (when the next pops come from the
+  // early heap, a later one). For prefetching only.
   const Value* PeekSameKey(size_t ahead) const {
     const size_t i = head_ + ahead;
     return i < buckets_[0].size() ? &buckets_[0][i].value : nullptr;

@@ -27,6 +27,9 @@ constexpr double kPsPerSecond = 1e12;
 constexpr size_t kRecentClasses = size_t{1} << 14;
 // A class never ends later than this (ps, ~46 days): keeps end times far from overflow.
 constexpr double kFarFuturePs = 4e18;
+// Rates within this relative distance below an ending class's rate count as at its level, as
+// the filler counts them (sim/network/maxmin.cc): refilled with it, not left behind by an ulp.
+constexpr double kLevelTolerance = 1e-12;
 
 }  // namespace
 
@@ -88,7 +91,9 @@ class FlowNetwork::Impl {
   double FinishAt(int64_t t);
   // Max-min filling of fill_set_ (ascending) at time t over the capacity the other classes leave,
   // the progressive filling resumed at `base` (a level no refilled class ends below).
-  void Refill(int64_t t, bool all, double base);
+  // component: fill_set_ is component_, whose links' usage by the other classes is recomputed
+  // from the index rather than left to accumulate rounding over millions of partial refills.
+  void Refill(int64_t t, bool all, double base, bool component = false);
   // Refill of a start batch (and of the classes that ended at its time, finished_) when the
   // classes they can affect are few; false (nothing done) when they are many.
   bool RefillComponent(int64_t t);
@@ -151,6 +156,7 @@ class FlowNetwork::Impl {
   uint32_t mark_ = 0;
   bool indexed_ = false;  // link_classes_ lists every active class
   PodVector<int32_t> component_;
+  PodVector<int32_t> component_links_;  // the links CollectComponent visited
   PodVector<int32_t> link_stack_;
   PodVector<int32_t> finished_;  // classes retired by the last FinishAt
   PodVector<int32_t> seeds_;     // scratch: classes whose links start a component search
@@ -375,7 +381,7 @@ void FlowNetwork::Impl::Flush() {
   // The link -> class index is built once batches come that are small next to what is in flight
   // (a lone large batch, such as an AllToAll's, affects everything: no index, no memory for it).
   const size_t batch = classes_.size() - batch_first_class_;
-  const bool small = batch * 4 <= static_cast<size_t>(active_classes_);
+  const bool small = batch > 0 && batch * 4 <= static_cast<size_t>(active_classes_);
   const bool compacted = MaybeCompact();
   if (compacted || (small && !indexed_)) {
     for (PodVector<int32_t>& list : link_classes_) list.clear();
@@ -400,6 +406,7 @@ void FlowNetwork::Impl::IndexClass(int32_t c) {
 }
 
 bool FlowNetwork::Impl::CollectComponent(const PodVector<int32_t>& seeds, double lowest, size_t limit) {
+  const double cut = lowest * (1 - kLevelTolerance);
   if (class_mark_.size() < classes_.size()) class_mark_.resize(classes_.size(), 0);
   if (++mark_ == 0) {  // wrapped: forget every old mark
     std::fill(class_mark_.begin(), class_mark_.end(), 0);
@@ -407,6 +414,7 @@ bool FlowNetwork::Impl::CollectComponent(const PodVector<int32_t>& seeds, double
     mark_ = 1;
   }
   component_.clear();
+  component_links_.clear();
   link_stack_.clear();
   const auto visit_links = [&](int32_t c) {
     const int32_t* links = Links(c);
@@ -415,6 +423,7 @@ bool FlowNetwork::Impl::CollectComponent(const PodVector<int32_t>& seeds, double
       if (link_mark_[l] != mark_) {
         link_mark_[l] = mark_;
         link_stack_.push_back(links[i]);
+        component_links_.push_back(links[i]);
       }
     }
   };
@@ -427,7 +436,7 @@ bool FlowNetwork::Impl::CollectComponent(const PodVector<int32_t>& seeds, double
       const int32_t c = list[i];
       if (!classes_[static_cast<size_t>(c)].active) continue;  // finished: pruned
       list[kept++] = c;
-      if (class_mark_[static_cast<size_t>(c)] == mark_ || rate_[static_cast<size_t>(c)] < lowest) continue;
+      if (class_mark_[static_cast<size_t>(c)] == mark_ || rate_[static_cast<size_t>(c)] < cut) continue;
       class_mark_[static_cast<size_t>(c)] = mark_;
       component_.push_back(c);
       if (component_.size() > limit) {
@@ -452,7 +461,7 @@ bool FlowNetwork::Impl::RefillComponent(int64_t t) {
   ++stats_.component_fillings;
   fill_set_.assign(component_.begin(), component_.end());
   std::sort(fill_set_.begin(), fill_set_.end());
-  Refill(t, /*all=*/false, 0.0);
+  Refill(t, /*all=*/false, 0.0, /*component=*/true);
   return true;
 }
 
@@ -496,14 +505,15 @@ std::vector<TransferId> FlowNetwork::Impl::Advance(Time t) {
       ++stats_.component_fillings;
       fill_set_.assign(component_.begin(), component_.end());
       std::sort(fill_set_.begin(), fill_set_.end());
-      if (!fill_set_.empty()) Refill(t.picos(), /*all=*/false, lowest);
+      if (!fill_set_.empty()) Refill(t.picos(), /*all=*/false, lowest, /*component=*/true);
     } else {
       // The progressive filling resumes at the highest rate kept.
       fill_set_.clear();
       double base = 0;
+      const double cut = lowest * (1 - kLevelTolerance);
       for (size_t c = 0; c < classes_.size(); ++c) {
         if (!classes_[c].active) continue;
-        if (rate_[c] >= lowest) fill_set_.push_back(static_cast<int32_t>(c));
+        if (rate_[c] >= cut) fill_set_.push_back(static_cast<int32_t>(c));
         else base = std::max(base, rate_[c]);
       }
       if (!fill_set_.empty()) Refill(t.picos(), /*all=*/false, base);
@@ -527,7 +537,7 @@ void FlowNetwork::Impl::Reset() {
   indexed_ = false;
 }
 
-void FlowNetwork::Impl::Refill(int64_t t, bool all, double base) {
+void FlowNetwork::Impl::Refill(int64_t t, bool all, double base, bool component) {
   ++(all ? stats_.full_fillings : stats_.partial_fillings);
   // Refilling every active class: rebuild used_ from zero rather than subtract class by class.
   all = all || static_cast<int64_t>(fill_set_.size()) == active_classes_;
@@ -538,10 +548,23 @@ void FlowNetwork::Impl::Refill(int64_t t, bool all, double base) {
     const double rate = rate_[static_cast<size_t>(c)];
     k.remaining = std::max(0.0, k.remaining - rate * (static_cast<double>(t - k.updated_ps) / kPsPerSecond));
     k.updated_ps = t;
-    if (!all) {
+    if (!all && !component) {
       const double old = Weight(c) * rate;
       const int32_t* links = Links(c);
       for (int32_t i = 0; i < NumLinks(c); ++i) used_[static_cast<size_t>(links[i])] -= old;
+    }
+  }
+  if (component && !all) {
+    // The component's links carry, besides the component, only classes kept at their rates
+    // (below an ending class's level): their usage, summed afresh.
+    for (int32_t link : component_links_) {
+      double sum = 0;
+      for (int32_t c : link_classes_[static_cast<size_t>(link)]) {
+        if (classes_[static_cast<size_t>(c)].active && class_mark_[static_cast<size_t>(c)] != mark_) {
+          sum += Weight(c) * rate_[static_cast<size_t>(c)];
+        }
+      }
+      used_[static_cast<size_t>(link)] = sum;
     }
   }
   frozen_order_.clear();

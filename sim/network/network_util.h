@@ -34,7 +34,8 @@ int64_t PathLatencyPs(const topo::Topology& topology, const std::vector<int64_t>
 // Transfers whose completion time is known, grouped by that time.
 class CompletionQueue {
  public:
-  // t must not be before the last PopAt's time (completions are never in the past).
+  // t must not be before the last time popped (completions are never in the past); throws
+  // std::logic_error otherwise, a model's bug.
   void Add(Time t, TransferId id) { by_time_.Push(t.picos(), id); }
   // Earliest pending completion time; Time::Max() when empty.
   Time NextTime() const { return by_time_.empty() ? Time::Max() : Time::Picos(by_time_.TopKey()); }
