@@ -91,7 +91,7 @@ void AnalyticNetwork::FlushBatch() const {
       e = std::max(e, sent + Time::Picos(part.latency_ps));
     }
   }
-  for (size_t i = 0; i < pending_ids_.size(); ++i) completions_.Add(end_[i], pending_ids_[i]);
+  for (size_t i = 0; i < pending_ids_.size(); ++i) completions_.Push(end_[i].picos(), pending_ids_[i]);
   pending_.clear();
   part_links_.clear();
   pending_ids_.clear();
@@ -99,13 +99,16 @@ void AnalyticNetwork::FlushBatch() const {
 
 Time AnalyticNetwork::NextEventTime() const {
   FlushBatch();
-  return completions_.NextTime();
+  return completions_.empty() ? Time::Max() : Time::Picos(completions_.TopKey());
 }
 
 std::vector<TransferId> AnalyticNetwork::Advance(Time t) {
   internal::CheckAdvance("analytic", t, time_, NextEventTime());
   time_ = t;
-  return completions_.PopAt(t);
+  std::vector<TransferId> done;
+  while (!completions_.empty() && completions_.TopKey() == t.picos()) done.push_back(completions_.Pop());
+  internal::SortTransferIds(done);
+  return done;
 }
 
 }  // namespace podsim::sim

@@ -483,8 +483,15 @@ double FlowNetwork::Impl::FinishAt(int64_t t) {
       used_[static_cast<size_t>(links[i])] -= w * rate;
       done_bytes_[static_cast<size_t>(links[i])] += static_cast<double>(w) * static_cast<double>(k.bytes);
     }
+    std::vector<TransferId>* bucket = nullptr;
     for (int32_t m = k.first_member; m >= 0; m = member_next_[static_cast<size_t>(m)]) {
-      SubflowDone(member_ids_[static_cast<size_t>(m)], member_slots_[static_cast<size_t>(m)], t + k.latency_ps);
+      const int32_t slot = member_slots_[static_cast<size_t>(m)];
+      if (slot != kNoSlot) {
+        SubflowDone(member_ids_[static_cast<size_t>(m)], slot, t + k.latency_ps);
+        continue;
+      }
+      if (bucket == nullptr) bucket = &completions_.At(Time::Picos(t + k.latency_ps));
+      bucket->push_back(member_ids_[static_cast<size_t>(m)]);
     }
   }
   return lowest;

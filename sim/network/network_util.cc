@@ -91,15 +91,21 @@ void RadixSort(std::vector<TransferId>& ids) {
 
 }  // namespace
 
-std::vector<TransferId> CompletionQueue::PopAt(Time t) {
-  std::vector<TransferId> ids;
-  while (!by_time_.empty() && by_time_.TopKey() == t.picos()) ids.push_back(by_time_.Pop());
-  if (std::is_sorted(ids.begin(), ids.end())) return ids;
+void SortTransferIds(std::vector<TransferId>& ids) {
+  if (std::is_sorted(ids.begin(), ids.end())) return;
   if (ids.size() < 4096) {
     std::sort(ids.begin(), ids.end());
   } else {
     RadixSort(ids);
   }
+}
+
+std::vector<TransferId> CompletionQueue::PopAt(Time t) {
+  auto it = by_time_.find(t.picos());
+  if (it == by_time_.end()) return {};
+  std::vector<TransferId> ids = std::move(it->second);
+  by_time_.erase(it);
+  SortTransferIds(ids);
   return ids;
 }
 

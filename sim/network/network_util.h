@@ -3,10 +3,10 @@
 // weighted paths, and the queue of transfers waiting for their completion time.
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
-#include "base/radix_queue.h"
 #include "base/units.h"
 #include "sim/network/network_model.h"
 #include "topologies/topology.h"
@@ -34,20 +34,21 @@ int64_t PathLatencyPs(const topo::Topology& topology, const std::vector<int64_t>
 // Transfers whose completion time is known, grouped by that time.
 class CompletionQueue {
  public:
-  // t must not be before the last time popped (completions are never in the past); throws
-  // std::logic_error otherwise, a model's bug.
-  void Add(Time t, TransferId id) { by_time_.Push(t.picos(), id); }
+  void Add(Time t, TransferId id) { by_time_[t.picos()].push_back(id); }
+  // The transfers completing at t, to append to (one lookup for many Adds: the flow model's
+  // classes end many transfers at one time).
+  std::vector<TransferId>& At(Time t) { return by_time_[t.picos()]; }
   // Earliest pending completion time; Time::Max() when empty.
-  Time NextTime() const { return by_time_.empty() ? Time::Max() : Time::Picos(by_time_.TopKey()); }
+  Time NextTime() const { return by_time_.empty() ? Time::Max() : Time::Picos(by_time_.begin()->first); }
   // Removes and returns the transfers completing at exactly t, ascending (empty if none).
   std::vector<TransferId> PopAt(Time t);
   bool empty() const { return by_time_.empty(); }
 
  private:
-  // By completion time (ps). A radix queue: millions of distinct times (an analytic all-to-all
-  // gives every transfer its own) cost no node allocation each.
-  // Mutable: finding the next time may move entries between its buckets.
-  mutable RadixQueue<TransferId> by_time_;
+  std::map<int64_t, std::vector<TransferId>> by_time_;  // completion time (ps) -> ids
 };
+
+// Sorts transfer ids ascending (a radix sort for large lists).
+void SortTransferIds(std::vector<TransferId>& ids);
 
 }  // namespace podsim::sim::internal
