@@ -59,6 +59,9 @@ struct ScheduleBuilder::Tracker {
     int32_t writer = -1;
     boost::container::small_vector<int32_t, 2> reducers;
     boost::container::small_vector<int32_t, 2> readers;
+    bool operator==(const Region& o) const {
+      return writer == o.writer && reducers == o.reducers && readers == o.readers;
+    }
   };
   using RegionMap = std::pmr::map<int64_t, Region>;
 
@@ -87,20 +90,8 @@ ScheduleBuilder::ScheduleBuilder(Schedule& schedule, bool track)
 
 ScheduleBuilder::~ScheduleBuilder() = default;
 
-void ScheduleBuilder::Collect(int64_t partition, Buffer buffer, int64_t offset, int64_t elements,
-                              Access access, std::vector<int64_t>& deps) {
-  Tracker::RegionMap& map = tracker_->Map(partition, buffer);
-  auto it = std::prev(map.upper_bound(offset));
-  for (; it != map.end() && it->first < offset + elements; ++it) {
-    const Tracker::Region& r = it->second;
-    if (r.writer >= 0) deps.push_back(r.writer);
-    if (access != Access::kReduce) deps.insert(deps.end(), r.reducers.begin(), r.reducers.end());
-    if (access != Access::kRead) deps.insert(deps.end(), r.readers.begin(), r.readers.end());
-  }
-}
-
-void ScheduleBuilder::Record(int64_t partition, Buffer buffer, int64_t offset, int64_t elements,
-                             Access access, int64_t t) {
+void ScheduleBuilder::Touch(int64_t partition, Buffer buffer, int64_t offset, int64_t elements,
+                            Access access, int64_t t) {
   Tracker::RegionMap& map = tracker_->Map(partition, buffer);
   // Splits so that a region starts at `pos`; returns it.
   auto split = [&map](int64_t pos) {
@@ -111,9 +102,13 @@ void ScheduleBuilder::Record(int64_t partition, Buffer buffer, int64_t offset, i
   auto it = split(offset);
   const int64_t end = offset + elements;
   split(end);
+  const int32_t index = static_cast<int32_t>(t);  // < kMaxIndex (AddMerged checks)
   for (; it != map.end() && it->first < end; ++it) {
     Tracker::Region& r = it->second;
-    const int32_t index = static_cast<int32_t>(t);  // < kMaxIndex (AddMerged checks)
+    // The deps first (this transfer's own earlier pieces are among them: SetDeps drops them).
+    if (r.writer >= 0) deps_.push_back(r.writer);
+    if (access != Access::kReduce) deps_.insert(deps_.end(), r.reducers.begin(), r.reducers.end());
+    if (access != Access::kRead) deps_.insert(deps_.end(), r.readers.begin(), r.readers.end());
     switch (access) {
       case Access::kRead: r.readers.push_back(index); break;
       case Access::kWrite:
@@ -125,6 +120,19 @@ void ScheduleBuilder::Record(int64_t partition, Buffer buffer, int64_t offset, i
         r.reducers.push_back(index);
         r.readers.clear();
         break;
+    }
+  }
+  // Neighbours left in one state are one region again (a write leaves the whole range so): the
+  // regions stay as few as the distinct states, not as the ranges ever touched, and a later
+  // access to a large range visits a few of them. Deps are unchanged: they depend on the states.
+  auto first = std::prev(map.upper_bound(offset));
+  if (first != map.begin()) --first;
+  auto last = map.upper_bound(end);
+  for (auto next = std::next(first); next != last && next != map.end();) {
+    if (first->second == next->second) {
+      next = map.erase(next);
+    } else {
+      first = next++;
     }
   }
 }
@@ -181,14 +189,15 @@ int64_t ScheduleBuilder::AddMerged(int64_t src, Buffer src_buffer, int64_t dst, 
   deps_.assign(extra_deps.begin(), extra_deps.end());
   if (track_) {
     const Access write = reduce ? Access::kReduce : Access::kWrite;
+    // Each access collects its deps and records itself in one pass over its regions. Later
+    // pieces of this transfer may see its earlier ones: a write or reduction has already
+    // collected what they would (a region's writer, reducers and readers), so dropping the
+    // transfer's own index gives the deps of collecting everything before recording anything.
     for (size_t i = 0; i < count; ++i) {
-      Collect(src, src_buffer, pieces[i].src_offset, pieces[i].elements, Access::kRead, deps_);
-      Collect(dst, dst_buffer, pieces[i].dst_offset, pieces[i].elements, write, deps_);
+      Touch(src, src_buffer, pieces[i].src_offset, pieces[i].elements, Access::kRead, index);
+      Touch(dst, dst_buffer, pieces[i].dst_offset, pieces[i].elements, write, index);
     }
-    for (size_t i = 0; i < count; ++i) {
-      Record(src, src_buffer, pieces[i].src_offset, pieces[i].elements, Access::kRead, index);
-      Record(dst, dst_buffer, pieces[i].dst_offset, pieces[i].elements, write, index);
-    }
+    std::erase(deps_, index);
   }
   SetDeps(t);
   return index;

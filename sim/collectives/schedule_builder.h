@@ -71,10 +71,10 @@ class ScheduleBuilder {
   int64_t AddMerged(int64_t src, Buffer src_buffer, int64_t dst, Buffer dst_buffer,
                     const Segment* pieces, size_t count, bool reduce, int step,
                     const std::vector<int64_t>& extra_deps);
-  void Collect(int64_t partition, Buffer buffer, int64_t offset, int64_t elements, Access access,
-               std::vector<int64_t>& deps);
-  void Record(int64_t partition, Buffer buffer, int64_t offset, int64_t elements, Access access,
-              int64_t t);
+  // Adds to deps_ what an access of [offset, offset + elements) by transfer t must wait for,
+  // then records the access.
+  void Touch(int64_t partition, Buffer buffer, int64_t offset, int64_t elements, Access access,
+             int64_t t);
 
   Schedule& schedule_;
   bool track_;
