@@ -83,6 +83,7 @@ int CollectiveCommand(const Args& args) {
     if (topology->num_cores() > 64) {
       std::cerr << "note: --explain is meant for small pods; showing a summary per step\n";
     }
+    experiments::EnsureSchedule(run, *topology, r);
     explanation = sim::ExplainSchedule(r.schedule, *topology, &r.timing);
   }
   if (vm.count("json")) {

@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "base/version.h"
 #include "sim/collectives/algorithms.h"
+#include "sim/collectives/symmetric_timing.h"
 #include "topologies/load.h"
 
 namespace podsim::experiments {
@@ -101,16 +102,10 @@ nlohmann::json CollectiveRunResult::ToJson() const {
   return j;
 }
 
-CollectiveRunResult RunCollective(const CollectiveRunConfig& config,
-                                  std::unique_ptr<topo::Topology>* topology_out) {
-  std::unique_ptr<topo::Topology> topology = topo::LoadTopology(config.topology, "topology");
-  CollectiveRunResult out = RunCollective(config, *topology);
-  if (topology_out) *topology_out = std::move(topology);
-  return out;
-}
+namespace {
 
-CollectiveRunResult RunCollective(const CollectiveRunConfig& config,
-                                  const topo::Topology& topology) {
+// The collective of `config` on `topology`, checked as XLA checks it.
+sim::CollectiveSpec SpecOf(const CollectiveRunConfig& config, const topo::Topology& topology) {
   sim::CollectiveSpec spec;
   spec.kind = config.kind;
   spec.element_bytes = config.dtype_bytes;
@@ -145,10 +140,40 @@ CollectiveRunResult RunCollective(const CollectiveRunConfig& config,
     throw ConfigError("source_target_pairs: a collective-permute needs at least one (source, "
                       "target) pair, e.g. [[0,1],[1,0]] (--pairs); with none it moves nothing");
   }
+  return spec;
+}
+
+}  // namespace
+
+CollectiveRunResult RunCollective(const CollectiveRunConfig& config,
+                                  std::unique_ptr<topo::Topology>* topology_out) {
+  std::unique_ptr<topo::Topology> topology = topo::LoadTopology(config.topology, "topology");
+  CollectiveRunResult out = RunCollective(config, *topology);
+  if (topology_out) *topology_out = std::move(topology);
+  return out;
+}
+
+CollectiveRunResult RunCollective(const CollectiveRunConfig& config,
+                                  const topo::Topology& topology) {
+  const sim::CollectiveSpec spec = SpecOf(config, topology);
   sim::TimingOptions timing;
   timing.fixed_overhead = Time::FromMicros(config.overhead_us);
   // Builds algorithm `name` ("": the default) and times it alone on an idle network.
   auto build_and_time = [&](const std::string& name, CollectiveRunResult& into) {
+    // A direct all-to-all over a whole symmetric pod: the flow model's answer from one chip's
+    // flows, the schedule built only if asked for (EnsureSchedule).
+    if (std::optional<sim::SymmetricTiming> fast =
+            sim::TimeSymmetricAllToAll(spec, topology, name, config.network, timing)) {
+      into.timing = std::move(fast->timing);
+      into.algorithm = "direct";
+      into.schedule = sim::Schedule();
+      into.schedule.kind = spec.kind;
+      into.schedule.algorithm = into.algorithm;
+      into.schedule.num_partitions = topology.num_cores();
+      into.schedule.num_steps = 1;
+      into.schedule_built = false;
+      return;
+    }
     sim::AlgorithmOptions algo;
     algo.algorithm = name;
     algo.chunks = static_cast<int>(config.chunks);
@@ -176,6 +201,7 @@ CollectiveRunResult RunCollective(const CollectiveRunConfig& config,
       if (out.algorithm.empty() || trial.timing.total < out.timing.total) {
         out.algorithm = trial.algorithm;
         out.schedule = std::move(trial.schedule);
+        out.schedule_built = trial.schedule_built;
         out.timing = std::move(trial.timing);
       }
     }
@@ -208,8 +234,20 @@ nlohmann::json CollectiveRunJson(const CollectiveRunConfig& config,
   return out;
 }
 
+void EnsureSchedule(const CollectiveRunConfig& config, const topo::Topology& topology,
+                    CollectiveRunResult& result) {
+  if (result.schedule_built) return;
+  sim::CollectiveSpec spec = SpecOf(config, topology);
+  sim::AlgorithmOptions algo;
+  algo.algorithm = result.algorithm;
+  algo.chunks = static_cast<int>(config.chunks);
+  result.schedule = sim::BuildSchedule(spec, topology, algo);
+  result.schedule_built = true;
+}
+
 void RecordTransferTimes(const CollectiveRunConfig& config, const topo::Topology& topology,
                          CollectiveRunResult& result) {
+  EnsureSchedule(config, topology, result);
   std::unique_ptr<sim::NetworkModel> network =
       sim::MakeNetworkModel(config.network, topology, config.network_options);
   sim::TimingOptions t;

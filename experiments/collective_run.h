@@ -61,7 +61,11 @@ struct CollectiveRunResult {
   std::string topology_name;
   std::string algorithm;      // resolved ("default" replaced)
   int64_t partitions = 0;     // members taking part
+  // The schedule timed; when schedule_built is false (a direct all-to-all timed by symmetry,
+  // sim/collectives/symmetric_timing.h) only its header (kind, algorithm, partitions, steps):
+  // EnsureSchedule builds the rest.
   sim::Schedule schedule;
+  bool schedule_built = true;
   sim::TimingResult timing;
   double time_us = 0;
   double algorithm_bandwidth = 0;  // payload bytes / time, B/s
@@ -88,6 +92,10 @@ CollectiveRunResult RunCollective(const CollectiveRunConfig& config,
 // busiest link, step count and the resolved config.
 nlohmann::json CollectiveRunJson(const CollectiveRunConfig& config,
                                  const CollectiveRunResult& result);
+
+// Builds result.schedule if RunCollective left it out (schedule_built false); for --explain.
+void EnsureSchedule(const CollectiveRunConfig& config, const topo::Topology& topology,
+                    CollectiveRunResult& result);
 
 // Times result.schedule again with each transfer's start and end recorded
 // (TimingResult::transfer_start / transfer_end) and stores it in result.timing; the first run

@@ -76,6 +76,7 @@ py::dict Collective(const std::string& op, py::handle topology, py::handle bytes
     if (run.topology != topo_arg.config) t = topo::LoadTopology(run.topology, "topology");
     r = experiments::RunCollective(run, *t);
     if (transfers) experiments::RecordTransferTimes(run, *t, r);
+    if (explain) experiments::EnsureSchedule(run, *t, r);
     if (explain) explanation = sim::ExplainSchedule(r.schedule, *t, &r.timing);
     const double seconds = r.timing.total.seconds();
     utilization.resize(r.timing.link_bytes.size(), 0.0);

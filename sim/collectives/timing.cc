@@ -73,11 +73,19 @@ TimingResult RunTiming(const Schedule& schedule, const topo::Topology& topology,
   for (size_t l = 0; l < links.size() && l < bytes_after.size(); ++l) {
     result.link_bytes[l] = bytes_after[l] - (l < bytes_before.size() ? bytes_before[l] : 0.0);
   }
+  SetBusiestLink(topology, result);
+  return result;
+}
+
+void SetBusiestLink(const topo::Topology& topology, TimingResult& result) {
   // The busiest link is the one busy for the longest time, bytes / bandwidth (on links of one
   // bandwidth, the one with the most bytes): so it is the link of max_link_utilization too.
+  const std::vector<topo::Link>& links = topology.links();
   const double seconds = result.total.seconds();
   double busiest_seconds = 0;
-  for (size_t l = 0; l < links.size(); ++l) {
+  result.busiest_link = -1;
+  result.busiest_link_bytes = 0;
+  for (size_t l = 0; l < links.size() && l < result.link_bytes.size(); ++l) {
     const double busy = result.link_bytes[l] / links[l].bandwidth.value;
     if (result.link_bytes[l] > 0 && busy > busiest_seconds) {
       busiest_seconds = busy;
@@ -85,11 +93,12 @@ TimingResult RunTiming(const Schedule& schedule, const topo::Topology& topology,
       result.busiest_link = static_cast<int64_t>(l);
     }
   }
+  result.busiest_link_utilization = 0;
+  result.max_link_utilization = 0;
   if (result.busiest_link >= 0 && seconds > 0) {
     result.busiest_link_utilization = busiest_seconds / seconds;
     result.max_link_utilization = result.busiest_link_utilization;
   }
-  return result;
 }
 
 }  // namespace podsim::sim

@@ -56,4 +56,8 @@ struct TimingResult {
 TimingResult RunTiming(const Schedule& schedule, const topo::Topology& topology,
                        NetworkModel& network, const TimingOptions& options = {});
 
+// Sets busiest_link, busiest_link_bytes and the utilisations from result.link_bytes and
+// result.total (RunTiming calls it; so do the timings that skip the executor).
+void SetBusiestLink(const topo::Topology& topology, TimingResult& result);
+
 }  // namespace podsim::sim

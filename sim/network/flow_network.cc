@@ -7,8 +7,8 @@
 #include <utility>
 
 #include "base/error.h"
-#include "base/format.h"
 #include "base/pod_vector.h"
+#include "sim/network/flow_clock.h"
 #include "sim/network/flow_end_queue.h"
 #include "sim/network/maxmin.h"
 #include "sim/network/network_util.h"
@@ -22,14 +22,11 @@ using internal::EndQueue;
 using internal::Fmix;
 
 constexpr int32_t kNoSlot = -1;  // member of a single-path transfer: no multi-path slot
-constexpr double kPsPerSecond = 1e12;
+using internal::kFarFuturePs;
+using internal::kLevelTolerance;
+using internal::kPsPerSecond;
 // Entries of the cache that finds a new flow's class among the batch's recent classes.
 constexpr size_t kRecentClasses = size_t{1} << 14;
-// A class never ends later than this (ps, ~46 days): keeps end times far from overflow.
-constexpr double kFarFuturePs = 4e18;
-// Rates within this relative distance below an ending class's rate count as at its level, as
-// the filler counts them (sim/network/maxmin.cc): refilled with it, not left behind by an ulp.
-constexpr double kLevelTolerance = 1e-12;
 
 }  // namespace
 
@@ -259,19 +256,8 @@ int32_t FlowNetwork::Impl::FindOrCreateClass(const std::vector<int64_t>& path, i
   return last_class_ = last_for_dst = c;
 }
 
-// A class whose rate puts its end beyond kFarFuturePs: a real transfer that long (more than
-// 46 days) is an error, since its end cannot be represented; a rounding residue of a rate is
-// not (it is refilled when its neighbours end).
 void FlowNetwork::Impl::CheckClockRange(int64_t t, double remaining) const {
-  const double fastest = *std::max_element(capacity_.begin(), capacity_.end());
-  const double best_ps = remaining / fastest * kPsPerSecond;
-  if (static_cast<double>(t) + best_ps >= kFarFuturePs) {
-    throw Error("flow network: " + FormatG(remaining) + " bytes still to send at " +
-                FormatG(static_cast<double>(t) * 1e-12) + " s need at least " +
-                FormatG(best_ps * 1e-12) + " s even at the fastest link's " + FormatG(fastest) +
-                " B/s: beyond the picosecond clock's range (" + FormatG(kFarFuturePs * 1e-12) +
-                " s)");
-  }
+  internal::CheckFlowClockRange(t, remaining, *std::max_element(capacity_.begin(), capacity_.end()));
 }
 
 void FlowNetwork::Impl::SubflowDone(TransferId id, int32_t slot, int64_t done_ps) {
@@ -581,11 +567,9 @@ void FlowNetwork::Impl::Refill(int64_t t, bool all, double base, bool component)
     FlowClass& k = classes_[static_cast<size_t>(c)];
     const double rate = rate_[static_cast<size_t>(c)];
     starved |= !(rate > 0);
-    // A class that has not ended has a true end > t: at least one picosecond on.
-    const double ps = rate > 0 ? std::ceil(k.remaining / rate * kPsPerSecond) : kFarFuturePs;
+    const double ps = internal::FlowDurationPs(k.remaining, rate);
     if (ps >= kFarFuturePs && rate > 0) CheckClockRange(t, k.remaining);
-    const int64_t duration = std::max<int64_t>(1, static_cast<int64_t>(std::min(ps, kFarFuturePs)));
-    k.end_ps = duration < std::numeric_limits<int64_t>::max() - t ? t + duration : std::numeric_limits<int64_t>::max() - 1;
+    k.end_ps = internal::FlowEndPs(t, ps);
   }
   if (starved && !all) {
     // Rounding left a refilled class no capacity (impossible in exact arithmetic): refill

@@ -8,6 +8,7 @@
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -17,6 +18,7 @@
 #include "sim/network/analytic_network.h"
 #include "sim/network/flow_network.h"
 #include "sim/network/packet_network.h"
+#include "sim/network/symmetric_flow.h"
 #include "topologies/torus.h"
 
 namespace podsim::sim {
@@ -80,6 +82,34 @@ BENCHMARK(BM_FlowAllToAll)->Args({16, 16, 1, 1})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlowAllToAll)->Args({16, 16, 1, 0})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlowAllToAll)->Args({16, 16, 2, 1})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlowAllToAll)->Args({32, 32, 2, 1})->Unit(benchmark::kMillisecond)->Iterations(3);
+
+// The same AllToAll solved on chip 0's flows (sim/network/symmetric_flow.h): sim_time_us must
+// equal BM_FlowAllToAll's for the same torus (to a picosecond or so).
+void BM_SymmetricAllToAll(benchmark::State& state) {
+  const auto torus = Torus(state.range(0), state.range(1), state.range(2));
+  const int64_t n = torus->num_cores();
+  std::vector<RepresentativeTransfer> reps;
+  for (int64_t s = 0; s < torus->cores_per_chip(); ++s) {
+    for (int64_t d = 0; d < n; ++d) {
+      if (s != d) reps.push_back({s, d, (int64_t{8} << 20) / n});
+    }
+  }
+  Time t;
+  int64_t classes = 0;
+  for (auto _ : state) {
+    const std::optional<SymmetricFlowResult> r = SolveSymmetricFlow(*torus, reps, Time());
+    if (!r) throw std::runtime_error("not symmetric");
+    t = *std::max_element(r->done.begin(), r->done.end());
+    classes = r->classes;
+  }
+  state.counters["classes"] = static_cast<double>(classes);
+  state.counters["sim_time_us"] = t.micros();
+  state.counters["peak_rss_MiB"] = PeakRssMiB();
+}
+// Args: torus x, torus y, cores per chip.
+BENCHMARK(BM_SymmetricAllToAll)->Args({16, 16, 1})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SymmetricAllToAll)->Args({32, 32, 2})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SymmetricAllToAll)->Args({64, 64, 2})->Unit(benchmark::kMillisecond);
 
 // Many events, partial refills and the heap filling: 16x16 torus, every core sends 16 transfers
 // of random sizes (1 KiB .. 1 MiB, fixed seed) to random cores, in 4 waves 5 us apart.

@@ -1,0 +1,39 @@
+#pragma once
+// The timing run of a direct AllToAll over every core of a translation-symmetric pod on the flow
+// model, without building its schedule: the traffic (each core sends one equal block to every
+// other core at once) is invariant under the pod's translations, so the flow model's answer is
+// SolveSymmetricFlow's (sim/network/symmetric_flow.h) on the transfers of chip 0's cores. Same
+// TimingResult as RunTiming on the schedule BuildSchedule makes (within the rounding of sums
+// taken in another order; the busiest link is the lowest id of the busiest orbit), in a
+// thousandth of the time and memory on a full pod: G(G-1) transfers become cores_per_chip x
+// (G-1).
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/collectives/collective.h"
+#include "sim/collectives/timing.h"
+#include "topologies/topology.h"
+
+namespace podsim::sim {
+
+struct SymmetricTiming {
+  TimingResult timing;
+  // When each core's part ends (its last transfer in or out, or its local copy), by its index on
+  // its chip: the same on every chip.
+  std::vector<Time> done_by_local_core;
+};
+
+// The timing of `spec` with `algorithm` ("" or "default": DefaultAlgorithm) on the model named
+// `network`, or std::nullopt when the shortcut does not apply: the model is not "flow", the
+// collective is not a direct all-to-all of equal blocks (elements a multiple of the group size)
+// in one group of every core, the topology is not TranslationSymmetric, or options ask for
+// per-transfer times.
+std::optional<SymmetricTiming> TimeSymmetricAllToAll(const CollectiveSpec& spec,
+                                                     const topo::Topology& topology,
+                                                     const std::string& algorithm,
+                                                     const std::string& network,
+                                                     const TimingOptions& options);
+
+}  // namespace podsim::sim
