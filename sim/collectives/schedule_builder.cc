@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <iterator>
 #include <limits>
-#include <map>
-#include <memory_resource>
 #include <string>
 
 #include <boost/container/small_vector.hpp>
@@ -51,11 +49,12 @@ std::vector<Ranges> SplitRanges(const Ranges& ranges, int64_t k) {
   return parts;
 }
 
-// Millions of small regions are created, split and dropped while a large schedule is built: the
-// maps' nodes come from one pool (no malloc per node), and a region's few accessors are stored
-// inline (transfer indices fit int32: kMaxIndex).
+// Per (partition, buffer), the regions sorted by start in two flat arrays: looked up by binary
+// search over contiguous starts (a tree's nodes, scattered over the heap, cost a cache miss per
+// level: most of a large build's time), split by an insertion into arrays of a few hundred. A
+// region's few accessors are stored inline (transfer indices fit int32: kMaxIndex).
 struct ScheduleBuilder::Tracker {
-  struct Region {  // from its key (start) up to the next key
+  struct Region {  // from its start up to the next region's
     int32_t writer = -1;
     boost::container::small_vector<int32_t, 2> reducers;
     boost::container::small_vector<int32_t, 2> readers;
@@ -63,20 +62,39 @@ struct ScheduleBuilder::Tracker {
       return writer == o.writer && reducers == o.reducers && readers == o.readers;
     }
   };
-  using RegionMap = std::pmr::map<int64_t, Region>;
+  struct RegionMap {
+    std::vector<int64_t> starts;  // ascending, starts[0] == 0
+    std::vector<Region> regions;
+    // The region holding element `pos`.
+    size_t Find(int64_t pos) const {
+      return static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), pos) - starts.begin()) - 1;
+    }
+    // Splits so that a region starts at `pos`; returns its index.
+    size_t Split(int64_t pos) {
+      const size_t i = Find(pos);
+      if (starts[i] == pos) return i;
+      starts.insert(starts.begin() + static_cast<std::ptrdiff_t>(i + 1), pos);
+      Region copy = regions[i];
+      regions.insert(regions.begin() + static_cast<std::ptrdiff_t>(i + 1), std::move(copy));
+      return i + 1;
+    }
+    void Erase(size_t i) {
+      starts.erase(starts.begin() + static_cast<std::ptrdiff_t>(i));
+      regions.erase(regions.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+  };
 
-  explicit Tracker(int64_t partitions) {
-    maps.reserve(static_cast<size_t>(partitions) * 3);
-    for (int64_t i = 0; i < partitions * 3; ++i) maps.emplace_back(&pool);
-  }
+  explicit Tracker(int64_t partitions) : maps(static_cast<size_t>(partitions) * 3) {}
   RegionMap& Map(int64_t partition, Buffer buffer) {
     RegionMap& map = maps[static_cast<size_t>(partition * 3 + static_cast<int64_t>(buffer))];
-    if (map.empty()) map.emplace(0, Region{});
+    if (map.starts.empty()) {
+      map.starts.push_back(0);
+      map.regions.emplace_back();
+    }
     return map;
   }
 
-  std::pmr::unsynchronized_pool_resource pool;  // declared first: outlives the maps
-  std::vector<RegionMap> maps;                  // [partition * 3 + buffer]
+  std::vector<RegionMap> maps;  // [partition * 3 + buffer]
 };
 
 ScheduleBuilder::ScheduleBuilder(Schedule& schedule, bool track)
@@ -93,18 +111,12 @@ ScheduleBuilder::~ScheduleBuilder() = default;
 void ScheduleBuilder::Touch(int64_t partition, Buffer buffer, int64_t offset, int64_t elements,
                             Access access, int64_t t) {
   Tracker::RegionMap& map = tracker_->Map(partition, buffer);
-  // Splits so that a region starts at `pos`; returns it.
-  auto split = [&map](int64_t pos) {
-    auto it = std::prev(map.upper_bound(pos));
-    if (it->first == pos) return it;
-    return map.emplace_hint(std::next(it), pos, it->second);
-  };
-  auto it = split(offset);
   const int64_t end = offset + elements;
-  split(end);
+  map.Split(end);
+  const size_t begin = map.Split(offset);  // second: an insertion moves the later regions
   const int32_t index = static_cast<int32_t>(t);  // < kMaxIndex (AddMerged checks)
-  for (; it != map.end() && it->first < end; ++it) {
-    Tracker::Region& r = it->second;
+  for (size_t i = begin; i < map.starts.size() && map.starts[i] < end; ++i) {
+    Tracker::Region& r = map.regions[i];
     // The deps first (this transfer's own earlier pieces are among them: SetDeps drops them).
     if (r.writer >= 0) deps_.push_back(r.writer);
     if (access != Access::kReduce) deps_.insert(deps_.end(), r.reducers.begin(), r.reducers.end());
@@ -125,12 +137,10 @@ void ScheduleBuilder::Touch(int64_t partition, Buffer buffer, int64_t offset, in
   // Neighbours left in one state are one region again (a write leaves the whole range so): the
   // regions stay as few as the distinct states, not as the ranges ever touched, and a later
   // access to a large range visits a few of them. Deps are unchanged: they depend on the states.
-  auto first = std::prev(map.upper_bound(offset));
-  if (first != map.begin()) --first;
-  auto last = map.upper_bound(end);
-  for (auto next = std::next(first); next != last && next != map.end();) {
-    if (first->second == next->second) {
-      next = map.erase(next);
+  size_t first = begin > 0 ? begin - 1 : 0;
+  for (size_t next = first + 1; next < map.starts.size() && map.starts[next] <= end;) {
+    if (map.regions[first] == map.regions[next]) {
+      map.Erase(next);
     } else {
       first = next++;
     }
