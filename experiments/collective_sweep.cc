@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <iostream>
 #include <sstream>
@@ -24,6 +25,7 @@
 #include "base/csv.h"
 #include "base/error.h"
 #include "base/io.h"
+#include "base/parallel.h"
 #include "base/resources.h"
 #include "experiments/collective_run.h"
 #include "experiments/runners.h"
@@ -201,40 +203,56 @@ RunSummary RunCollectiveSweep(const ExperimentContext& ctx) {
   // Per series (collective, payload): rows "partitions,time_us,paper_us" for the plot.
   std::map<std::string, CsvTable> series;
   report::Progress progress(c.name, static_cast<int64_t>(c.points.size()));
-  for (const SweepPoint& pt : c.points) {
-    auto it = c.paper.find({pt.collective, pt.bytes, pt.partitions});
-    const double paper_us = it == c.paper.end() ? std::nan("") : it->second;
-    nlohmann::json p;
-    std::string status = kPointOk, error, topology_name = pt.topology_name;
+  // The points run on ctx.jobs threads (they share nothing); their rows go out in point order.
+  struct Outcome {
+    std::string status = kPointOk, error, topology_name;
     double time_us = std::nan("");
+    nlohmann::json json;
+  };
+  std::vector<Outcome> outcomes(c.points.size());
+  std::mutex mutex;  // progress and stderr
+  ParallelFor(c.points.size(), ctx.jobs, [&](size_t i) {
+    const SweepPoint& pt = c.points[i];
+    Outcome& o = outcomes[i];
+    o.topology_name = pt.topology_name;
     try {
       const CollectiveRunResult result = RunCollective(pt.run);
-      p = result.ToJson();
-      time_us = result.time_us;
-      topology_name = result.topology_name;
+      o.json = result.ToJson();
+      o.time_us = result.time_us;
+      o.topology_name = result.topology_name;
     } catch (const Error& e) {
       // This point cannot run (too large for memory, a group the pod cannot hold): the sweep
       // goes on and says so.
-      status = kPointFailed;
-      error = e.what();
-      std::cerr << c.name << ": " << pt.collective << " " << pt.bytes << " B on "
-                << pt.partitions << " partitions failed: " << error << "\n";
-      p = {{"partitions", pt.partitions}, {"topology", topology_name}, {"error", error}};
+      o.status = kPointFailed;
+      o.error = e.what();
+      o.json = {{"partitions", pt.partitions}, {"topology", o.topology_name}, {"error", o.error}};
     }
-    CountPoint(summary, status);
+    std::lock_guard<std::mutex> lock(mutex);
+    if (o.status == kPointFailed) {
+      std::cerr << c.name << ": " << pt.collective << " " << pt.bytes << " B on "
+                << pt.partitions << " partitions failed: " << o.error << "\n";
+    }
+    progress.Step(pt.collective + " " + std::to_string(pt.bytes) + " B on " +
+                  std::to_string(pt.partitions));
+  });
+  for (size_t i = 0; i < c.points.size(); ++i) {
+    const SweepPoint& pt = c.points[i];
+    Outcome& o = outcomes[i];
+    auto it = c.paper.find({pt.collective, pt.bytes, pt.partitions});
+    const double paper_us = it == c.paper.end() ? std::nan("") : it->second;
+    CountPoint(summary, o.status);
     table.AddRow({pt.collective, std::to_string(pt.bytes), std::to_string(pt.partitions),
-                  topology_name, status, CsvNumber(time_us), CsvNumber(paper_us), error});
+                  o.topology_name, o.status, CsvNumber(o.time_us), CsvNumber(paper_us), o.error});
     const std::string key = pt.collective + "_" + std::to_string(pt.bytes >> 20) + "MiB";
     series.try_emplace(key, std::vector<std::string>{"partitions", "time_us", "paper_us"});
     series.at(key).AddRow(
-        {std::to_string(pt.partitions), CsvNumber(time_us), CsvNumber(paper_us)});
-    p["status"] = status;
+        {std::to_string(pt.partitions), CsvNumber(o.time_us), CsvNumber(paper_us)});
+    nlohmann::json& p = o.json;
+    p["status"] = o.status;
     p["collective"] = pt.collective;
     p["payload_bytes"] = pt.bytes;
     if (!std::isnan(paper_us)) p["paper_us"] = paper_us;
-    points.push_back(p);
-    progress.Step(pt.collective + " " + std::to_string(pt.bytes) + " B on " +
-                  std::to_string(pt.partitions));
+    points.push_back(std::move(p));
   }
   WriteFileAtomic(ctx.out_dir + "/results.csv", table.ToString());
   WriteResultsJson(ctx, {{"experiment", "collective_sweep"},

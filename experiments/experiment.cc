@@ -87,6 +87,7 @@ RunSummary RunExperiment(nlohmann::json config, const std::string& config_path,
   for (const std::string& o : options.overrides) ApplyOverride(ctx.config, o);
   ctx.config_path = config_path;
   ctx.out_dir = options.out_dir;
+  ctx.jobs = options.jobs;
   const Runner& runner = RunnerOf(ctx.config, config_path);
   // A config error is found before the output directory is touched.
   runner.check(ctx.config);

@@ -16,6 +16,9 @@ struct RunOptions {
   std::string out_dir;                 // created if missing; must be empty unless `force`
   std::vector<std::string> overrides;  // "path=value", applied to the config in order
   bool force = false;                  // replace an earlier run's files in out_dir
+  // Points run at once by the runners whose points are independent (collective_sweep); 0: the
+  // machine's hardware threads. Results do not depend on it.
+  int jobs = 0;
 };
 
 // How the points of a run ended. A point that ran out of device memory is "oom" (its times are

@@ -18,6 +18,7 @@ struct ExperimentContext {
   nlohmann::json config;    // the config after --set overrides
   std::string config_path;  // for messages and for resolving relative paths
   std::string out_dir;      // exists
+  int jobs = 0;             // RunOptions::jobs
 };
 
 // The status cell of results.csv and the "status" of a point in results.json.
