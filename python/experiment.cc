@@ -38,11 +38,13 @@ ConfigArgument ReadConfigArgument(py::handle config, py::handle overrides) {
 }
 
 py::dict RunExperiment(py::handle config, const std::string& out, py::handle overrides,
-                       bool force) {
+                       bool force, int jobs) {
+  if (jobs < 0) throw ConfigError("jobs: must be >= 0, got " + std::to_string(jobs));
   ConfigArgument c = ReadConfigArgument(config, py::none());
   experiments::RunOptions options;
   options.out_dir = out;
   options.force = force;
+  options.jobs = jobs;
   options.overrides = Overrides(overrides);
   experiments::RunSummary s;
   {
@@ -79,12 +81,14 @@ void BindExperiment(py::module_& m) {
   m.def("experiment_kinds", &experiments::ExperimentKinds,
         "The values an experiment config's \"experiment\" key may take.");
   m.def("run_experiment", &RunExperiment, py::arg("config"), py::arg("out"), py::kw_only(),
-        py::arg("overrides") = py::none(), py::arg("force") = false,
+        py::arg("overrides") = py::none(), py::arg("force") = false, py::arg("jobs") = 0,
         R"(Runs an experiment config as `podsim run CONFIG --out OUT` does.
 
 config      a JSON file path or a dict (docs/config.md)
 out         the output directory: new or empty (force=True replaces an earlier run's files)
 overrides   "PATH=VALUE" strings or a dict, applied to the config in order
+jobs        points run at once where they are independent (collective sweeps); 0: one per
+            hardware thread (--jobs); results are the same for any value
 
 Writes results.csv, results.json, plots and OUT/status; returns how the points ended:
 {name, points, ok, oom, failed, skipped, all_failed, out}. read_results(out) reads them.)");

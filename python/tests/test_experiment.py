@@ -60,6 +60,21 @@ def test_overrides_and_force(tmp_path):
         assert got[n]["time_us"] == pytest.approx(ring_all_reduce_us(n) + 10)
 
 
+def test_jobs_do_not_change_the_results(tmp_path):
+    # The rings' times are known by hand; run on one thread and on three, the files are equal.
+    files = []
+    for jobs in (1, 3):
+        out = tmp_path / f"run{jobs}"
+        podsim.run_experiment(sweep(tmp_path), str(out), jobs=jobs)
+        got = points(podsim.read_results(str(out)))
+        for n in (4, 8):
+            assert got[n]["time_us"] == pytest.approx(ring_all_reduce_us(n))
+        files.append(((out / "results.csv").read_bytes(), (out / "results.json").read_bytes()))
+    assert files[0] == files[1]
+    with pytest.raises(podsim.ConfigError, match="jobs: must be >= 0"):
+        podsim.run_experiment(sweep(tmp_path), str(tmp_path / "bad"), jobs=-1)
+
+
 def test_a_config_file_gives_the_cli_message(tmp_path, cli_error):
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(sweep(tmp_path, payloads=["one MiB"])))

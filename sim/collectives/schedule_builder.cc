@@ -54,13 +54,16 @@ std::vector<Ranges> SplitRanges(const Ranges& ranges, int64_t k) {
 // level: most of a large build's time), split by an insertion into arrays of a few hundred. A
 // region's few accessors are stored inline (transfer indices fit int32: kMaxIndex).
 struct ScheduleBuilder::Tracker {
-  struct Region {  // from its start up to the next region's
-    int32_t writer = -1;
+  // A region's readers and reducers since its last writer (transfer indices fit int32).
+  struct Accessors {
     boost::container::small_vector<int32_t, 2> reducers;
     boost::container::small_vector<int32_t, 2> readers;
-    bool operator==(const Region& o) const {
-      return writer == o.writer && reducers == o.reducers && readers == o.readers;
-    }
+  };
+  // From its start up to the next region's. Trivially copyable, so that splitting a region
+  // moves the later ones with one memmove (element-wise moves made unoptimised builds crawl).
+  struct Region {
+    int32_t writer = -1;
+    int32_t accessors = -1;  // index into pool, -1: none
   };
   struct RegionMap {
     std::vector<int64_t> starts;  // ascending, starts[0] == 0
@@ -68,19 +71,6 @@ struct ScheduleBuilder::Tracker {
     // The region holding element `pos`.
     size_t Find(int64_t pos) const {
       return static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), pos) - starts.begin()) - 1;
-    }
-    // Splits so that a region starts at `pos`; returns its index.
-    size_t Split(int64_t pos) {
-      const size_t i = Find(pos);
-      if (starts[i] == pos) return i;
-      starts.insert(starts.begin() + static_cast<std::ptrdiff_t>(i + 1), pos);
-      Region copy = regions[i];
-      regions.insert(regions.begin() + static_cast<std::ptrdiff_t>(i + 1), std::move(copy));
-      return i + 1;
-    }
-    void Erase(size_t i) {
-      starts.erase(starts.begin() + static_cast<std::ptrdiff_t>(i));
-      regions.erase(regions.begin() + static_cast<std::ptrdiff_t>(i));
     }
   };
 
@@ -94,7 +84,59 @@ struct ScheduleBuilder::Tracker {
     return map;
   }
 
+  const Accessors* Of(const Region& r) const {
+    return r.accessors < 0 ? nullptr : &pool[static_cast<size_t>(r.accessors)];
+  }
+  // r's accessors, made if it has none (the reference lasts until the next NewSlot).
+  Accessors& Own(Region& r) {
+    if (r.accessors < 0) r.accessors = NewSlot(Accessors{});
+    return pool[static_cast<size_t>(r.accessors)];
+  }
+  void Release(Region& r) {
+    if (r.accessors < 0) return;
+    Accessors& a = pool[static_cast<size_t>(r.accessors)];
+    a.reducers.clear();
+    a.readers.clear();
+    free_slots.push_back(r.accessors);
+    r.accessors = -1;
+  }
+  int32_t NewSlot(Accessors a) {
+    if (!free_slots.empty()) {
+      const int32_t slot = free_slots.back();
+      free_slots.pop_back();
+      pool[static_cast<size_t>(slot)] = std::move(a);
+      return slot;
+    }
+    if (pool.size() >= static_cast<size_t>(kMaxIndex)) throw Error("schedule: more than 2^31 - 1 regions");
+    pool.push_back(std::move(a));
+    return static_cast<int32_t>(pool.size() - 1);
+  }
+  bool Same(const Region& a, const Region& b) const {
+    if (a.writer != b.writer) return false;
+    static const Accessors kNone;
+    const Accessors& x = a.accessors < 0 ? kNone : pool[static_cast<size_t>(a.accessors)];
+    const Accessors& y = b.accessors < 0 ? kNone : pool[static_cast<size_t>(b.accessors)];
+    return x.reducers == y.reducers && x.readers == y.readers;
+  }
+  // Splits so that a region of `map` starts at `pos`; returns its index.
+  size_t Split(RegionMap& map, int64_t pos) {
+    const size_t i = map.Find(pos);
+    if (map.starts[i] == pos) return i;
+    Region copy = map.regions[i];
+    if (copy.accessors >= 0) copy.accessors = NewSlot(pool[static_cast<size_t>(copy.accessors)]);
+    map.starts.insert(map.starts.begin() + static_cast<std::ptrdiff_t>(i + 1), pos);
+    map.regions.insert(map.regions.begin() + static_cast<std::ptrdiff_t>(i + 1), copy);
+    return i + 1;
+  }
+  void Erase(RegionMap& map, size_t i) {
+    Release(map.regions[i]);
+    map.starts.erase(map.starts.begin() + static_cast<std::ptrdiff_t>(i));
+    map.regions.erase(map.regions.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+
   std::vector<RegionMap> maps;  // [partition * 3 + buffer]
+  std::vector<Accessors> pool;  // regions' accessors; free slots are empty
+  std::vector<int32_t> free_slots;
 };
 
 ScheduleBuilder::ScheduleBuilder(Schedule& schedule, bool track)
@@ -110,28 +152,32 @@ ScheduleBuilder::~ScheduleBuilder() = default;
 
 void ScheduleBuilder::Touch(int64_t partition, Buffer buffer, int64_t offset, int64_t elements,
                             Access access, int64_t t) {
-  Tracker::RegionMap& map = tracker_->Map(partition, buffer);
+  Tracker& tracker = *tracker_;
+  Tracker::RegionMap& map = tracker.Map(partition, buffer);
   const int64_t end = offset + elements;
-  map.Split(end);
-  const size_t begin = map.Split(offset);  // second: an insertion moves the later regions
+  tracker.Split(map, end);
+  const size_t begin = tracker.Split(map, offset);  // second: an insertion moves the later regions
   const int32_t index = static_cast<int32_t>(t);  // < kMaxIndex (AddMerged checks)
   for (size_t i = begin; i < map.starts.size() && map.starts[i] < end; ++i) {
     Tracker::Region& r = map.regions[i];
     // The deps first (this transfer's own earlier pieces are among them: SetDeps drops them).
     if (r.writer >= 0) deps_.push_back(r.writer);
-    if (access != Access::kReduce) deps_.insert(deps_.end(), r.reducers.begin(), r.reducers.end());
-    if (access != Access::kRead) deps_.insert(deps_.end(), r.readers.begin(), r.readers.end());
+    if (const Tracker::Accessors* a = tracker.Of(r)) {
+      if (access != Access::kReduce) deps_.insert(deps_.end(), a->reducers.begin(), a->reducers.end());
+      if (access != Access::kRead) deps_.insert(deps_.end(), a->readers.begin(), a->readers.end());
+    }
     switch (access) {
-      case Access::kRead: r.readers.push_back(index); break;
+      case Access::kRead: tracker.Own(r).readers.push_back(index); break;
       case Access::kWrite:
         r.writer = index;
-        r.reducers.clear();
-        r.readers.clear();
+        tracker.Release(r);
         break;
-      case Access::kReduce:
-        r.reducers.push_back(index);
-        r.readers.clear();
+      case Access::kReduce: {
+        Tracker::Accessors& a = tracker.Own(r);
+        a.reducers.push_back(index);
+        a.readers.clear();
         break;
+      }
     }
   }
   // Neighbours left in one state are one region again (a write leaves the whole range so): the
@@ -139,8 +185,8 @@ void ScheduleBuilder::Touch(int64_t partition, Buffer buffer, int64_t offset, in
   // access to a large range visits a few of them. Deps are unchanged: they depend on the states.
   size_t first = begin > 0 ? begin - 1 : 0;
   for (size_t next = first + 1; next < map.starts.size() && map.starts[next] <= end;) {
-    if (map.regions[first] == map.regions[next]) {
-      map.Erase(next);
+    if (tracker.Same(map.regions[first], map.regions[next])) {
+      tracker.Erase(map, next);
     } else {
       first = next++;
     }

@@ -662,7 +662,7 @@ std::vector<double> FlowNetwork::Impl::LinkRates() {
     if (!classes_[i].active) continue;
     const int32_t c = static_cast<int32_t>(i);
     const int32_t* links = Links(c);
-    for (int32_t i = 0; i < NumLinks(c); ++i) rates[static_cast<size_t>(links[i])] += Weight(c) * rate_[static_cast<size_t>(c)];
+    for (int32_t k = 0; k < NumLinks(c); ++k) rates[static_cast<size_t>(links[k])] += Weight(c) * rate_[static_cast<size_t>(c)];
   }
   return rates;
 }
