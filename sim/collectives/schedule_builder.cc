@@ -52,7 +52,7 @@ std::vector<Ranges> SplitRanges(const Ranges& ranges, int64_t k) {
 // Per (partition, buffer), the regions sorted by start in two flat arrays: looked up by binary
 // search over contiguous starts (a tree's nodes, scattered over the heap, cost a cache miss per
 // level: most of a large build's time), split by an insertion into arrays of a few hundred. A
-// region's few accessors are stored inline (transfer indices fit int32: kMaxIndex).
+// region's readers and reducers live in a pool of recycled slots, its index beside the writer.
 struct ScheduleBuilder::Tracker {
   // A region's readers and reducers since its last writer (transfer indices fit int32).
   struct Accessors {
