@@ -1,7 +1,9 @@
 #include "ir/module.h"
 
 #include <algorithm>
+#include <functional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "base/error.h"
 
@@ -71,6 +73,26 @@ int64_t Module::InstructionCount() const {
   int64_t n = 0;
   for (const auto& c : computations_) n += static_cast<int64_t>(c->instructions().size());
   return n;
+}
+
+void Module::OrderComputations() {
+  std::vector<std::unique_ptr<Computation>> ordered;
+  std::unordered_set<const Computation*> placed;
+  std::function<void(Computation*)> place = [&](Computation* c) {
+    if (!placed.insert(c).second) return;
+    for (const auto& i : c->instructions()) {
+      if (i->body != nullptr) place(i->body);
+    }
+    for (auto& owned : computations_) {
+      if (owned.get() == c) ordered.push_back(std::move(owned));
+    }
+  };
+  for (size_t k = 0; k < computations_.size(); ++k) {
+    Computation* c = computations_[k].get();
+    if (c != nullptr && c != entry_) place(c);
+  }
+  if (entry_ != nullptr) place(entry_);
+  computations_ = std::move(ordered);
 }
 
 std::unique_ptr<Module> Module::Clone() const {

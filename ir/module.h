@@ -62,6 +62,10 @@ class Module {
   // Marks a name used (so UniqueName avoids it); returns false if it was already used.
   bool ReserveName(const std::string& name);
 
+  // Reorders the computations so that each comes after those its loops call, the entry last
+  // (the order the text format prints them in); otherwise keeps their order.
+  void OrderComputations();
+
   // Deep copy.
   std::unique_ptr<Module> Clone() const;
   int64_t InstructionCount() const;

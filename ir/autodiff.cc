@@ -1,0 +1,750 @@
+#include "ir/autodiff.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include "base/error.h"
+#include "ir/builder.h"
+#include "ir/visitor.h"
+
+namespace podsim::ir {
+namespace {
+
+bool IsFloat(DType t) { return t == DType::kF32 || t == DType::kBF16; }
+
+bool CarriesGradient(const Shape& s) {
+  if (!s.is_tuple) return IsFloat(s.dtype);
+  for (const Shape& e : s.tuple_shapes) {
+    if (CarriesGradient(e)) return true;
+  }
+  return false;
+}
+
+std::string Where(const Instruction& i) {
+  return "%" + i.name + " (" + std::string(OpcodeName(i.opcode)) + ")";
+}
+
+[[noreturn]] void NoRule(const Instruction& i, const std::string& why = "") {
+  throw Error("differentiate: no gradient rule for " + Where(i) + (why.empty() ? "" : ": " + why));
+}
+
+// The adjoint of one value: an array, or one per tuple element (nullptr: zero so far).
+struct Adjoint {
+  Instruction* array = nullptr;
+  std::vector<Instruction*> elements;
+};
+
+// A forward loop emitted with stacks of the values each iteration starts from.
+struct SavedLoop {
+  Instruction* loop = nullptr;   // carried values 0..n-1, then the stacks
+  std::vector<int64_t> stack_of;  // per carried value: its stack's tuple index; -1: passed through
+};
+
+// One emission of a source computation into a target one. Keys are source instructions.
+struct Frame {
+  std::unordered_map<const Instruction*, Instruction*> value;  // source -> emitted
+  std::unordered_map<const Instruction*, SavedLoop> loops;
+  std::unordered_map<const Instruction*, Adjoint> adjoint;
+  std::unordered_set<const Instruction*> active;  // depends on a differentiated value
+};
+
+// The instructions of `c` on which one of `targets` depends (targets included).
+std::unordered_set<const Instruction*> NeededFor(const Computation& c,
+                                                 const std::vector<const Instruction*>& targets) {
+  std::unordered_set<const Instruction*> needed(targets.begin(), targets.end());
+  const auto& instrs = c.instructions();
+  for (auto it = instrs.rbegin(); it != instrs.rend(); ++it) {
+    if (!needed.count(it->get())) continue;
+    for (const Instruction* o : (*it)->operands) needed.insert(o);
+  }
+  return needed;
+}
+
+class Differentiator {
+ public:
+  explicit Differentiator(Module& out) : out_(out) {}
+  std::unordered_map<const Computation*, Computation*>& computations() { return comp_map_; }
+
+  // Emits the instructions of `src` into `b` in order, except parameters already mapped.
+  // Marks as active those that depend on an active one; a loop that is active and `needed`
+  // is emitted with the stacks its gradient needs.
+  void EmitForward(const Computation& src, Builder& b, Frame& f,
+                   const std::unordered_set<const Instruction*>& needed) {
+    for (const auto& owned : src.instructions()) {
+      const Instruction& i = *owned;
+      if (i.opcode == Opcode::kParameter ? f.value.count(&i) > 0 : !needed.count(&i)) continue;
+      if (CarriesGradient(i.shape)) {
+        for (const Instruction* o : i.operands) {
+          if (f.active.count(o)) {
+            f.active.insert(&i);
+            break;
+          }
+        }
+      }
+      if (i.opcode == Opcode::kLoop && f.active.count(&i) && needed.count(&i)) {
+        EmitSavingLoop(i, b, f);
+        continue;
+      }
+      auto copy = std::make_unique<Instruction>(i);
+      for (Instruction*& o : copy->operands) o = f.value.at(o);
+      if (copy->body != nullptr) copy->body = comp_map_.at(copy->body);
+      copy->parent = nullptr;
+      f.value[&i] = b.Add(std::move(copy), /*infer_shape=*/false);
+    }
+  }
+
+  // Applies the vector-Jacobian product of every active instruction of `src` that has an
+  // adjoint, in reverse order; the adjoints of its parameters are left in f.adjoint.
+  void Backward(const Computation& src, Builder& b, Frame& f);
+
+  std::string FreshComputationName(const std::string& stem) {
+    std::string name = stem;
+    for (int k = 1; out_.FindComputation(name) != nullptr; ++k) name = stem + "." + std::to_string(k);
+    return name;
+  }
+
+  Module& out() { return out_; }
+
+ private:
+  void EmitSavingLoop(const Instruction& loop, Builder& b, Frame& f);
+
+  Module& out_;
+  std::unordered_map<const Computation*, Computation*> comp_map_;  // source -> copy
+};
+
+// Zeros / a constant of the shape of `like`.
+Instruction* Full(Builder& b, const Shape& like, double v) {
+  Instruction* c = b.ConstantScalar(like.dtype, v);
+  return like.dims.empty() ? c : b.BroadcastScalar(c, like.dims);
+}
+
+Instruction* Zeros(Builder& b, const Shape& like) { return Full(b, like, 0.0); }
+
+Instruction* S32(Builder& b, int64_t v) {
+  return b.ConstantScalar(DType::kS32, static_cast<double>(v));
+}
+
+std::vector<int64_t> Iota(int64_t begin, int64_t end) {
+  std::vector<int64_t> v(static_cast<size_t>(std::max<int64_t>(0, end - begin)));
+  std::iota(v.begin(), v.end(), begin);
+  return v;
+}
+
+void Differentiator::EmitSavingLoop(const Instruction& loop, Builder& b, Frame& f) {
+  const Computation& body = *loop.body;
+  const std::vector<Instruction*> params = body.parameters();
+  const Instruction* root = body.root();
+  const int64_t n = static_cast<int64_t>(loop.operands.size());
+  const int64_t trips = loop.trip_count;
+  SavedLoop saved;
+  saved.stack_of.assign(static_cast<size_t>(n), -1);
+  std::vector<Instruction*> carried;
+  for (const Instruction* o : loop.operands) carried.push_back(f.value.at(o));
+  int64_t stacks = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    const bool through = root->opcode == Opcode::kTuple &&
+                         root->operand(static_cast<size_t>(k)) == params[static_cast<size_t>(k + 1)];
+    if (through) continue;
+    saved.stack_of[static_cast<size_t>(k)] = n + stacks++;
+    Shape stacked = loop.operand(static_cast<size_t>(k))->shape;
+    stacked.dims.insert(stacked.dims.begin(), trips);
+    carried.push_back(Zeros(b, stacked));
+  }
+
+  Computation* save = out_.AddComputation(FreshComputationName(body.name() + ".save"));
+  Builder sb(save);
+  Frame g;
+  std::vector<Instruction*> sparams;
+  for (int64_t k = 0; k < n + 1; ++k) {
+    const Instruction* p = params[static_cast<size_t>(k)];
+    sparams.push_back(sb.Parameter(k, p->shape, p->name));
+    g.value[p] = sparams.back();
+    if (k > 0 && CarriesGradient(p->shape)) g.active.insert(p);
+  }
+  std::vector<Instruction*> stack_params;
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t s = saved.stack_of[static_cast<size_t>(k)];
+    if (s < 0) continue;
+    stack_params.push_back(sb.Parameter(s + 1, carried[static_cast<size_t>(s)]->shape, "stack"));
+  }
+  EmitForward(body, sb, g, NeededFor(body, {root}));
+  std::vector<Instruction*> next;
+  for (int64_t k = 0; k < n; ++k) {
+    next.push_back(root->opcode == Opcode::kTuple ? g.value.at(root->operand(static_cast<size_t>(k)))
+                                                  : sb.GetTupleElement(g.value.at(root), k));
+  }
+  for (int64_t k = 0, j = 0; k < n; ++k) {
+    if (saved.stack_of[static_cast<size_t>(k)] < 0) continue;
+    Instruction* x = sparams[static_cast<size_t>(k + 1)];
+    std::vector<int64_t> one = x->shape.dims;
+    one.insert(one.begin(), 1);
+    std::vector<Instruction*> starts{sparams[0]};
+    for (size_t d = 0; d < x->shape.dims.size(); ++d) starts.push_back(S32(sb, 0));
+    next.push_back(sb.DynamicUpdateSlice(stack_params[static_cast<size_t>(j++)],
+                                         sb.Reshape(x, one), starts));
+  }
+  save->set_root(sb.Tuple(next));
+
+  saved.loop = b.Loop(carried, save, trips);
+  std::vector<Instruction*> outputs;
+  for (int64_t k = 0; k < n; ++k) outputs.push_back(b.GetTupleElement(saved.loop, k));
+  f.value[&loop] = b.Tuple(outputs);
+  f.loops[&loop] = std::move(saved);
+}
+
+// The vector-Jacobian products, one handler per op family or op.
+class Vjp : public ConstVisitor<void> {
+ public:
+  Vjp(Differentiator& d, Builder& b, Frame& f, const Adjoint& adjoint)
+      : d_(d), b_(b), f_(f), adj_(adjoint), g_(adjoint.array) {}
+
+  void DefaultAction(const Instruction& i) override { NoRule(i); }
+  void HandleLeaf(const Instruction&) override {}
+
+  void HandleNegate(const Instruction& i) override { Acc(i, 0, [&] { return b_.Neg(g_); }); }
+  void HandleExp(const Instruction& i) override { Acc(i, 0, [&] { return b_.Mul(g_, Y(i)); }); }
+  void HandleLog(const Instruction& i) override { Acc(i, 0, [&] { return b_.Div(g_, X(i, 0)); }); }
+  void HandleSqrt(const Instruction& i) override {
+    Acc(i, 0, [&] { return b_.Div(g_, b_.Mul(Full(b_, i.shape, 2.0), Y(i))); });
+  }
+  void HandleRsqrt(const Instruction& i) override {
+    // y = x^(-1/2): dy/dx = -x^(-3/2) / 2 = -y^3 / 2.
+    Acc(i, 0, [&] {
+      Instruction* y = Y(i);
+      return b_.Mul(g_, b_.Mul(Full(b_, i.shape, -0.5), b_.Mul(y, b_.Mul(y, y))));
+    });
+  }
+  void HandleTanh(const Instruction& i) override {
+    Acc(i, 0, [&] { return b_.Mul(g_, b_.Sub(Full(b_, i.shape, 1.0), b_.Mul(Y(i), Y(i)))); });
+  }
+  void HandleAbs(const Instruction& i) override {
+    Acc(i, 0, [&] {
+      Instruction* x = X(i, 0);
+      Instruction* zero = Zeros(b_, i.shape);
+      Instruction* sign =
+          b_.Select(b_.Compare(x, zero, Comparison::kGt), Full(b_, i.shape, 1.0),
+                    b_.Select(b_.Compare(x, zero, Comparison::kLt), Full(b_, i.shape, -1.0), zero));
+      return b_.Mul(g_, sign);
+    });
+  }
+  void HandleConvert(const Instruction& i) override {
+    const DType from = i.operand(0)->shape.dtype;
+    Acc(i, 0, [&] { return from == i.shape.dtype ? g_ : b_.Convert(g_, from); });
+  }
+
+  void HandleAdd(const Instruction& i) override {
+    Acc(i, 0, [&] { return g_; });
+    Acc(i, 1, [&] { return g_; });
+  }
+  void HandleSubtract(const Instruction& i) override {
+    Acc(i, 0, [&] { return g_; });
+    Acc(i, 1, [&] { return b_.Neg(g_); });
+  }
+  void HandleMultiply(const Instruction& i) override {
+    Acc(i, 0, [&] { return b_.Mul(g_, X(i, 1)); });
+    Acc(i, 1, [&] { return b_.Mul(g_, X(i, 0)); });
+  }
+  void HandleDivide(const Instruction& i) override {
+    Acc(i, 0, [&] { return b_.Div(g_, X(i, 1)); });
+    Acc(i, 1, [&] { return b_.Neg(b_.Div(b_.Mul(g_, Y(i)), X(i, 1))); });
+  }
+  void HandleMaximum(const Instruction& i) override { Choose(i, Comparison::kGt); }
+  void HandleMinimum(const Instruction& i) override { Choose(i, Comparison::kLt); }
+  void HandlePower(const Instruction& i) override {
+    // d(a^b)/da = b a^(b-1); d(a^b)/db = log(a) a^b.
+    Acc(i, 0, [&] {
+      Instruction* bm1 = b_.Sub(X(i, 1), Full(b_, i.shape, 1.0));
+      return b_.Mul(g_, b_.Mul(X(i, 1), b_.Pow(X(i, 0), bm1)));
+    });
+    Acc(i, 1, [&] { return b_.Mul(g_, b_.Mul(b_.Log(X(i, 0)), Y(i))); });
+  }
+  void HandleSelect(const Instruction& i) override {
+    Acc(i, 1, [&] { return b_.Select(X(i, 0), g_, Zeros(b_, i.shape)); });
+    Acc(i, 2, [&] { return b_.Select(X(i, 0), Zeros(b_, i.shape), g_); });
+  }
+
+  void HandleBroadcast(const Instruction& i) override {
+    Acc(i, 0, [&] {
+      std::vector<int64_t> summed;
+      for (int64_t d = 0; d < i.shape.rank(); ++d) {
+        if (std::find(i.dimensions.begin(), i.dimensions.end(), d) == i.dimensions.end()) {
+          summed.push_back(d);
+        }
+      }
+      Instruction* r = summed.empty() ? g_ : b_.Reduce(g_, summed, ReduceKind::kAdd);
+      return r->shape.dims == i.operand(0)->shape.dims ? r : b_.Reshape(r, i.operand(0)->shape.dims);
+    });
+  }
+  void HandleReshape(const Instruction& i) override {
+    Acc(i, 0, [&] { return b_.Reshape(g_, i.operand(0)->shape.dims); });
+  }
+  void HandleTranspose(const Instruction& i) override {
+    Acc(i, 0, [&] {
+      std::vector<int64_t> inverse(i.dimensions.size());
+      for (size_t k = 0; k < i.dimensions.size(); ++k) {
+        inverse[static_cast<size_t>(i.dimensions[k])] = static_cast<int64_t>(k);
+      }
+      return b_.Transpose(g_, inverse);
+    });
+  }
+  void HandleSlice(const Instruction& i) override {
+    Acc(i, 0, [&] {
+      const std::vector<int64_t>& dims = i.operand(0)->shape.dims;
+      std::vector<PadDim> pad(dims.size());
+      for (size_t d = 0; d < dims.size(); ++d) {
+        const int64_t stride = i.slice_strides.empty() ? 1 : i.slice_strides[d];
+        const int64_t n = i.shape.dims[d];
+        const int64_t last = n == 0 ? i.slice_starts[d] : i.slice_starts[d] + (n - 1) * stride + 1;
+        pad[d] = {i.slice_starts[d], dims[d] - last, n == 0 ? 0 : stride - 1};
+        if (n == 0) pad[d] = {dims[d], 0, 0};
+      }
+      return b_.Pad(g_, b_.ConstantScalar(i.shape.dtype, 0.0), pad);
+    });
+  }
+  void HandleDynamicSlice(const Instruction& i) override {
+    Acc(i, 0, [&] { return b_.DynamicUpdateSlice(Zeros(b_, i.operand(0)->shape), g_, Starts(i, 1)); });
+  }
+  void HandleDynamicUpdateSlice(const Instruction& i) override {
+    const Shape& update = i.operand(1)->shape;
+    Acc(i, 0, [&] { return b_.DynamicUpdateSlice(g_, Zeros(b_, update), Starts(i, 2)); });
+    Acc(i, 1, [&] { return b_.DynamicSlice(g_, Starts(i, 2), update.dims); });
+  }
+  void HandlePad(const Instruction& i) override {
+    const std::vector<int64_t>& dims = i.operand(0)->shape.dims;
+    Instruction* gx = nullptr;
+    auto grad_x = [&] {
+      if (gx != nullptr) return gx;
+      std::vector<PadDim> crop(dims.size());
+      std::vector<int64_t> starts(dims.size(), 0), strides(dims.size());
+      for (size_t d = 0; d < dims.size(); ++d) {
+        crop[d] = {-i.padding[d].low, -i.padding[d].high, 0};
+        strides[d] = i.padding[d].interior + 1;
+      }
+      Instruction* cropped = b_.Pad(g_, b_.ConstantScalar(i.shape.dtype, 0.0), crop);
+      return gx = b_.Slice(cropped, starts, cropped->shape.dims, strides);
+    };
+    Acc(i, 0, grad_x);
+    Acc(i, 1, [&] {
+      // The padding value's adjoint: the adjoint of every element that is padding.
+      return b_.Sub(b_.Reduce(g_, Iota(0, i.shape.rank()), ReduceKind::kAdd),
+                    b_.Reduce(grad_x(), Iota(0, i.shape.rank()), ReduceKind::kAdd));
+    });
+  }
+  void HandleConcatenate(const Instruction& i) override {
+    const int64_t d = i.dimensions[0];
+    int64_t offset = 0;
+    for (size_t k = 0; k < i.operands.size(); ++k) {
+      const std::vector<int64_t>& dims = i.operand(k)->shape.dims;
+      Acc(i, k, [&] {
+        std::vector<int64_t> starts(dims.size(), 0), limits = i.shape.dims;
+        starts[static_cast<size_t>(d)] = offset;
+        limits[static_cast<size_t>(d)] = offset + dims[static_cast<size_t>(d)];
+        return b_.Slice(g_, starts, limits);
+      });
+      offset += dims[static_cast<size_t>(d)];
+    }
+  }
+  void HandleReverse(const Instruction& i) override {
+    Acc(i, 0, [&] { return b_.Reverse(g_, i.dimensions); });
+  }
+  void HandleGather(const Instruction& i) override {
+    // x[..., axis, ...] gathered at indices I (clamped): the adjoint of x is the sum of the
+    // adjoints of the rows gathered from it, a contraction of g with one_hot(I) over I's dims
+    // (as TPU programs scatter an embedding gradient).
+    Acc(i, 0, [&] {
+      const Shape& x = i.operand(0)->shape;
+      const Shape& idx = i.operand(1)->shape;
+      const int64_t axis = i.dimensions[0], ni = idx.rank(), n = x.dims[static_cast<size_t>(axis)];
+      Instruction* ix = X(i, 1);
+      Instruction* clamped = b_.Max(b_.Min(ix, Full(b_, idx, static_cast<double>(n - 1))),
+                                    Full(b_, idx, 0.0));
+      std::vector<int64_t> hot_dims = idx.dims;
+      hot_dims.push_back(n);
+      Instruction* hot = b_.Convert(
+          b_.Compare(b_.Broadcast(clamped, hot_dims, Iota(0, ni)),
+                     b_.Iota(Shape(DType::kS32, hot_dims), ni), Comparison::kEq),
+          i.shape.dtype);
+      DotDims dd;
+      dd.lhs_contracting = Iota(axis, axis + ni);
+      dd.rhs_contracting = Iota(0, ni);
+      Instruction* r = b_.Dot(g_, hot, dd);  // x dims without axis, then axis last
+      std::vector<int64_t> perm;
+      for (int64_t k = 0; k < x.rank(); ++k) perm.push_back(k < axis ? k : k == axis ? x.rank() - 1 : k - 1);
+      return perm == Iota(0, x.rank()) ? r : b_.Transpose(r, perm);
+    });
+  }
+
+  void HandleDot(const Instruction& i) override {
+    const DotDims& dd = i.dot;
+    const int64_t rl = i.operand(0)->shape.rank(), rr = i.operand(1)->shape.rank();
+    const int64_t nb = static_cast<int64_t>(dd.lhs_batch.size());
+    const std::vector<int64_t> lf = Free(rl, dd.lhs_batch, dd.lhs_contracting);
+    const std::vector<int64_t> rf = Free(rr, dd.rhs_batch, dd.rhs_contracting);
+    const int64_t nlf = static_cast<int64_t>(lf.size()), nrf = static_cast<int64_t>(rf.size());
+    // g: [batch, lhs free, rhs free]. d lhs = g . rhs over rhs's free dims, laid out [batch,
+    // lhs free, rhs contracting (ascending rhs dim)], then transposed into lhs's layout.
+    Acc(i, 0, [&] {
+      DotDims back{Iota(0, nb), dd.rhs_batch, Iota(nb + nlf, nb + nlf + nrf), rf};
+      Instruction* r = b_.Dot(g_, X(i, 1), back);
+      return ToLayout(r, rl, dd.lhs_batch, lf, dd.lhs_contracting, dd.rhs_contracting, nb + nlf);
+    });
+    Acc(i, 1, [&] {
+      DotDims back{Iota(0, nb), dd.lhs_batch, Iota(nb, nb + nlf), lf};
+      Instruction* r = b_.Dot(g_, X(i, 0), back);
+      return ToLayout(r, rr, dd.rhs_batch, rf, dd.rhs_contracting, dd.lhs_contracting, nb + nrf);
+    });
+  }
+
+  void HandleReduce(const Instruction& i) override {
+    const Shape& x = i.operand(0)->shape;
+    std::vector<int64_t> kept;
+    for (int64_t d = 0; d < x.rank(); ++d) {
+      if (std::find(i.dimensions.begin(), i.dimensions.end(), d) == i.dimensions.end()) kept.push_back(d);
+    }
+    switch (i.reduce_kind) {
+      case ReduceKind::kAdd:
+        Acc(i, 0, [&] { return b_.Broadcast(g_, x.dims, kept); });
+        return;
+      case ReduceKind::kMax:
+      case ReduceKind::kMin:
+        // The adjoint goes to the elements equal to the result, split equally among ties.
+        Acc(i, 0, [&] {
+          Instruction* at = b_.Convert(
+              b_.Compare(X(i, 0), b_.Broadcast(Y(i), x.dims, kept), Comparison::kEq), x.dtype);
+          Instruction* count = b_.Reduce(at, i.dimensions, ReduceKind::kAdd);
+          return b_.Mul(b_.Broadcast(b_.Div(g_, count), x.dims, kept), at);
+        });
+        return;
+      default: return;  // and / or: predicates
+    }
+  }
+  void HandleArgmax(const Instruction&) override {}
+  void HandleCumsum(const Instruction& i) override {
+    // y_j = sum over k <= j (exclusive: k < j) of x_k, so dx_k = sum over j >= k (j > k) of g_j:
+    // the same scan run backwards.
+    Acc(i, 0, [&] {
+      const int64_t d = i.dimensions[0];
+      return b_.Reverse(b_.Cumsum(b_.Reverse(g_, {d}), d, i.exclusive), {d});
+    });
+  }
+  void HandleReduceWindow(const Instruction& i) override {
+    if (i.reduce_kind != ReduceKind::kAdd) NoRule(i, "only reduce-window add is differentiable");
+    // Each input element gets the adjoints of the windows that cover it: g dilated by the
+    // stride and padded so that a stride-1 window of the same size and dilation, slid over it,
+    // lands on exactly those (the transposed convolution of XLA's and JAX's rule).
+    Acc(i, 0, [&] {
+      const std::vector<int64_t>& in = i.operand(0)->shape.dims;
+      std::vector<PadDim> pad(in.size());
+      std::vector<WindowDim> window(in.size());
+      std::vector<int64_t> starts(in.size(), 0), limits(in.size()), strides(in.size());
+      for (size_t d = 0; d < in.size(); ++d) {
+        const WindowDim& w = i.window[d];
+        const int64_t base = (in[d] - 1) * w.base_dilation + 1;
+        const int64_t taps = (w.size - 1) * w.window_dilation + 1;
+        const int64_t out = (i.shape.dims[d] - 1) * w.stride + 1;
+        const int64_t before = taps - w.pad_low - 1;
+        const int64_t after = base + taps - 1 - out - before;
+        pad[d] = {before, after, w.stride - 1};
+        window[d] = {w.size, 1, 0, 0, 1, w.window_dilation};
+        limits[d] = base;
+        strides[d] = w.base_dilation;
+      }
+      Instruction* spread = b_.Pad(g_, b_.ConstantScalar(i.shape.dtype, 0.0), pad);
+      Instruction* r = b_.ReduceWindow(spread, window, ReduceKind::kAdd);
+      return r->shape.dims == in ? r : b_.Slice(r, starts, limits, strides);
+    });
+  }
+  void HandleTopK(const Instruction& i) override {
+    // values[..., j] = x[..., idx[..., j]]: dx[..., m] = sum over j with idx[..., j] == m of g.
+    if (adj_.elements.empty() || adj_.elements[0] == nullptr) return;
+    Acc(i, 0, [&] {
+      Instruction* g = adj_.elements[0];
+      const Shape& x = i.operand(0)->shape;
+      const int64_t r = x.rank();
+      std::vector<int64_t> wide = g->shape.dims;  // [..., k, n]
+      wide.push_back(x.dims.back());
+      Instruction* idx = b_.GetTupleElement(Y(i), 1);
+      Instruction* hit = b_.Compare(b_.Broadcast(idx, wide, Iota(0, r)),
+                                    b_.Iota(Shape(DType::kS32, wide), r), Comparison::kEq);
+      Instruction* spread = b_.Select(hit, b_.Broadcast(g, wide, Iota(0, r)),
+                                      Zeros(b_, Shape(x.dtype, wide)));
+      return b_.Reduce(spread, {r - 1}, ReduceKind::kAdd);
+    });
+  }
+
+  void HandleTuple(const Instruction& i) override {
+    for (size_t k = 0; k < i.operands.size() && k < adj_.elements.size(); ++k) {
+      if (adj_.elements[k] == nullptr) continue;
+      if (i.operand(k)->shape.is_tuple) NoRule(i, "a tuple inside a tuple");
+      Acc(i, k, [&] { return adj_.elements[k]; });
+    }
+  }
+  void HandleGetTupleElement(const Instruction& i) override {
+    const Instruction* t = i.operand(0);
+    if (!f_.active.count(t)) return;
+    Adjoint& a = f_.adjoint[t];
+    a.elements.resize(t->shape.tuple_shapes.size(), nullptr);
+    Instruction*& e = a.elements[static_cast<size_t>(i.tuple_index)];
+    e = e == nullptr ? g_ : b_.Add(e, g_);
+  }
+  void HandleLoop(const Instruction& i) override;
+
+ private:
+  // Adds make() to the adjoint of operand k of i, if that operand carries a gradient.
+  template <typename F>
+  void Acc(const Instruction& i, size_t k, F&& make) {
+    const Instruction* o = i.operand(k);
+    if (!f_.active.count(o) || o->shape.is_tuple) return;
+    Instruction* v = make();
+    Instruction*& a = f_.adjoint[o].array;
+    a = a == nullptr ? v : b_.Add(a, v);
+  }
+
+  Instruction* X(const Instruction& i, size_t k) { return f_.value.at(i.operand(k)); }
+  Instruction* Y(const Instruction& i) { return f_.value.at(&i); }
+
+  std::vector<Instruction*> Starts(const Instruction& i, size_t first) {
+    std::vector<Instruction*> s;
+    for (size_t k = first; k < i.operands.size(); ++k) s.push_back(X(i, k));
+    return s;
+  }
+
+  // max / min: the adjoint goes to the operand that wins, half to each on a tie.
+  void Choose(const Instruction& i, Comparison wins) {
+    if (!f_.active.count(i.operand(0)) && !f_.active.count(i.operand(1))) return;
+    Instruction* a = X(i, 0);
+    Instruction* c = X(i, 1);
+    Instruction* w0 = b_.Select(b_.Compare(a, c, wins), Full(b_, i.shape, 1.0),
+                                b_.Select(b_.Compare(a, c, Comparison::kEq), Full(b_, i.shape, 0.5),
+                                          Zeros(b_, i.shape)));
+    Acc(i, 0, [&] { return b_.Mul(g_, w0); });
+    Acc(i, 1, [&] { return b_.Mul(g_, b_.Sub(Full(b_, i.shape, 1.0), w0)); });
+  }
+
+  static std::vector<int64_t> Free(int64_t rank, const std::vector<int64_t>& batch,
+                                   const std::vector<int64_t>& contracting) {
+    std::vector<int64_t> free;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (std::find(batch.begin(), batch.end(), d) == batch.end() &&
+          std::find(contracting.begin(), contracting.end(), d) == contracting.end()) {
+        free.push_back(d);
+      }
+    }
+    return free;
+  }
+
+  // r is [batch, own free, other's free...] where the last part lists the operand's contracting
+  // dims by the other operand's matching dims in ascending order; transposes r into the
+  // operand's layout.
+  Instruction* ToLayout(Instruction* r, int64_t rank, const std::vector<int64_t>& batch,
+                        const std::vector<int64_t>& free, const std::vector<int64_t>& contracting,
+                        const std::vector<int64_t>& other_contracting, int64_t contracted_at) {
+    std::vector<int64_t> perm(static_cast<size_t>(rank));
+    for (size_t k = 0; k < batch.size(); ++k) perm[static_cast<size_t>(batch[k])] = static_cast<int64_t>(k);
+    for (size_t k = 0; k < free.size(); ++k) {
+      perm[static_cast<size_t>(free[k])] = static_cast<int64_t>(batch.size() + k);
+    }
+    for (size_t k = 0; k < contracting.size(); ++k) {
+      int64_t below = 0;  // the other side's contracting dims before this one's partner
+      for (int64_t o : other_contracting) below += o < other_contracting[k] ? 1 : 0;
+      perm[static_cast<size_t>(contracting[k])] = contracted_at + below;
+    }
+    return perm == Iota(0, rank) ? r : b_.Transpose(r, perm);
+  }
+
+  Differentiator& d_;
+  Builder& b_;
+  Frame& f_;
+  const Adjoint& adj_;
+  Instruction* g_;
+};
+
+void Vjp::HandleLoop(const Instruction& i) {
+  const auto saved_it = f_.loops.find(&i);
+  if (saved_it == f_.loops.end()) NoRule(i, "the loop was not saved (internal)");
+  const SavedLoop& saved = saved_it->second;
+  const Computation& body = *i.body;
+  const std::vector<Instruction*> params = body.parameters();
+  const Instruction* root = body.root();
+  const int64_t n = static_cast<int64_t>(i.operands.size());
+  const int64_t trips = i.trip_count;
+
+  // Backward loop carried values: adjoints of the float carried values, the stacks, the
+  // passed-through values (which the recomputation reads).
+  std::vector<int64_t> floats, through;
+  for (int64_t k = 0; k < n; ++k) {
+    if (CarriesGradient(i.operand(static_cast<size_t>(k))->shape)) floats.push_back(k);
+    if (saved.stack_of[static_cast<size_t>(k)] < 0) through.push_back(k);
+  }
+  std::vector<Instruction*> init;
+  for (int64_t k : floats) {
+    Instruction* a = static_cast<size_t>(k) < adj_.elements.size() ? adj_.elements[static_cast<size_t>(k)] : nullptr;
+    init.push_back(a != nullptr ? a : Zeros(b_, i.operand(static_cast<size_t>(k))->shape));
+  }
+  std::vector<int64_t> stack_index;  // carried value k -> position of its stack in `init`
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t s = saved.stack_of[static_cast<size_t>(k)];
+    if (s < 0) continue;
+    stack_index.push_back(static_cast<int64_t>(init.size()));
+    init.push_back(b_.GetTupleElement(saved.loop, s));
+  }
+  const int64_t through_at = static_cast<int64_t>(init.size());
+  for (int64_t k : through) init.push_back(X(i, static_cast<size_t>(k)));
+
+  Computation* grad = d_.out().AddComputation(d_.FreshComputationName(body.name() + ".grad"));
+  Builder gb(grad);
+  std::vector<Instruction*> gp;
+  gp.push_back(gb.Parameter(0, Shape(DType::kS32, {}), "reverse_iteration"));
+  for (size_t k = 0; k < init.size(); ++k) {
+    gp.push_back(gb.Parameter(static_cast<int64_t>(k + 1), init[k]->shape,
+                              k < floats.size() ? "adjoint" : k < static_cast<size_t>(through_at) ? "stack" : "carried"));
+  }
+  Frame h;
+  h.value[params[0]] = gb.Sub(S32(gb, trips - 1), gp[0]);
+  for (int64_t k = 0, j = 0, t = 0; k < n; ++k) {
+    const Shape& shape = i.operand(static_cast<size_t>(k))->shape;
+    Instruction* v;
+    if (saved.stack_of[static_cast<size_t>(k)] >= 0) {
+      Instruction* stack = gp[static_cast<size_t>(stack_index[static_cast<size_t>(j++)] + 1)];
+      std::vector<Instruction*> starts{h.value.at(params[0])};
+      std::vector<int64_t> one = shape.dims;
+      one.insert(one.begin(), 1);
+      for (size_t d = 0; d < shape.dims.size(); ++d) starts.push_back(S32(gb, 0));
+      v = gb.Reshape(gb.DynamicSlice(stack, starts, one), shape.dims);
+    } else {
+      v = gp[static_cast<size_t>(through_at + t++ + 1)];
+    }
+    h.value[params[static_cast<size_t>(k + 1)]] = v;
+    if (CarriesGradient(shape)) h.active.insert(params[static_cast<size_t>(k + 1)]);
+  }
+  d_.EmitForward(body, gb, h, NeededFor(body, {root}));
+  Adjoint& seed = h.adjoint[root];
+  seed.elements.assign(static_cast<size_t>(n), nullptr);
+  for (size_t q = 0; q < floats.size(); ++q) seed.elements[static_cast<size_t>(floats[q])] = gp[q + 1];
+  d_.Backward(body, gb, h);
+  std::vector<Instruction*> next;
+  for (int64_t k : floats) {
+    const Instruction* p = params[static_cast<size_t>(k + 1)];
+    const auto a = h.adjoint.find(p);
+    next.push_back(a != h.adjoint.end() && a->second.array != nullptr ? a->second.array
+                                                                       : Zeros(gb, p->shape));
+  }
+  for (size_t k = floats.size(); k < init.size(); ++k) next.push_back(gp[k + 1]);
+  grad->set_root(gb.Tuple(next));
+
+  Instruction* back = b_.Loop(init, grad, trips);
+  for (size_t q = 0; q < floats.size(); ++q) {
+    Acc(i, static_cast<size_t>(floats[q]), [&] { return b_.GetTupleElement(back, static_cast<int64_t>(q)); });
+  }
+}
+
+void Differentiator::Backward(const Computation& src, Builder& b, Frame& f) {
+  const auto& instrs = src.instructions();
+  for (auto it = instrs.rbegin(); it != instrs.rend(); ++it) {
+    const Instruction& i = **it;
+    if (!f.active.count(&i)) continue;
+    const auto a = f.adjoint.find(&i);
+    if (a == f.adjoint.end()) continue;
+    const Adjoint adjoint = a->second;  // a copy: the rules add entries to f.adjoint
+    if (adjoint.array != nullptr && i.sharding && !adjoint.array->sharding) {
+      adjoint.array->sharding = i.sharding;  // a gradient is sharded like its primal
+    }
+    Builder::ScopeGuard scope(b, i.scope.empty() ? "backward" : "backward/" + i.scope);
+    Vjp rule(*this, b, f, adjoint);
+    Accept(i, rule);
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Module> Differentiate(const Module& module, const std::vector<std::string>& wrt,
+                                      const std::string& loss) {
+  const Computation* entry = module.entry();
+  if (entry == nullptr) throw Error("differentiate: module '" + module.name() + "' has no entry computation");
+  const std::vector<Instruction*> params = entry->parameters();
+  std::vector<const Instruction*> targets;
+  for (const std::string& name : wrt) {
+    const Instruction* found = nullptr;
+    for (const Instruction* p : params) {
+      if (p->name == name) found = p;
+    }
+    if (found == nullptr) {
+      std::string names;
+      for (const Instruction* p : params) names += (names.empty() ? "" : ", ") + p->name;
+      throw Error("differentiate: wrt '" + name + "' names no parameter of the entry computation (" +
+                  (names.empty() ? "it has none" : "parameters: " + names) + ")");
+    }
+    if (found->shape.is_tuple || !IsFloat(found->shape.dtype)) {
+      throw Error("differentiate: wrt '" + name + "' is " + found->shape.ToString() +
+                  "; only f32 and bf16 arrays have gradients");
+    }
+    if (std::find(targets.begin(), targets.end(), found) != targets.end()) {
+      throw Error("differentiate: wrt '" + name + "' is named twice");
+    }
+    targets.push_back(found);
+  }
+  const Instruction* loss_instr = entry->root();
+  if (!loss.empty()) {
+    loss_instr = nullptr;
+    for (const auto& i : entry->instructions()) {
+      if (i->name == loss) loss_instr = i.get();
+    }
+    if (loss_instr == nullptr) {
+      throw Error("differentiate: loss '" + loss + "' names no instruction of the entry computation");
+    }
+  }
+  if (loss_instr == nullptr || loss_instr->shape.is_tuple || loss_instr->shape.rank() != 0 ||
+      !IsFloat(loss_instr->shape.dtype)) {
+    throw Error("differentiate: the loss " +
+                (loss_instr == nullptr ? std::string("(none)") : Where(*loss_instr) + " is " + loss_instr->shape.ToString()) +
+                ", not an f32 or bf16 scalar");
+  }
+
+  auto out = std::make_unique<Module>(module.name());
+  Differentiator d(*out);
+  for (const auto& c : module.computations()) {
+    if (c.get() != entry) d.computations()[c.get()] = out->AddComputation(c->name());
+  }
+  for (const auto& c : module.computations()) {
+    if (c.get() == entry) continue;
+    Computation* copy = d.computations()[c.get()];
+    std::unordered_map<const Instruction*, Instruction*> map;
+    for (const auto& i : c->instructions()) {
+      auto n = std::make_unique<Instruction>(*i);
+      for (Instruction*& o : n->operands) o = map.at(o);
+      if (n->body != nullptr) n->body = d.computations().at(n->body);
+      map[i.get()] = copy->Add(std::move(n));
+    }
+    if (c->root() != nullptr) copy->set_root(map.at(c->root()));
+  }
+  Computation* main = out->AddComputation(entry->name(), /*is_entry=*/true);
+  Builder b(main);
+  Frame f;
+  for (const Instruction* t : targets) f.active.insert(t);
+  d.EmitForward(*entry, b, f, NeededFor(*entry, {loss_instr}));
+  std::vector<Instruction*> results{f.value.at(loss_instr)};
+  if (f.active.count(loss_instr)) {
+    Builder::ScopeGuard scope(b, "backward");
+    f.adjoint[loss_instr].array = b.ConstantScalar(loss_instr->shape.dtype, 1.0);
+  }
+  d.Backward(*entry, b, f);
+  {
+    Builder::ScopeGuard scope(b, "backward");
+    for (const Instruction* t : targets) {
+      const auto a = f.adjoint.find(t);
+      Instruction* grad = a != f.adjoint.end() && a->second.array != nullptr ? a->second.array
+                                                                            : Zeros(b, t->shape);
+      if (t->sharding && !grad->sharding) grad->sharding = t->sharding;
+      results.push_back(grad);
+    }
+    main->set_root(b.Tuple(results));
+  }
+  out->OrderComputations();
+  return out;
+}
+
+}  // namespace podsim::ir

@@ -1,0 +1,316 @@
+// Reverse-mode autodiff: every rule against central finite differences of the interpreted
+// forward program, plus hand-derived gradients where rounding or ties make differences useless.
+//
+// Tolerance of the finite-difference checks. The interpreter rounds every f32 result, so a loss
+// L of a few dozen ops over inputs in [-1, 1) carries a relative error of about 50 * 2^-24 ~ 3e-6;
+// a central difference with step h = 1e-2 divides the difference of two such values by 2h,
+// adding ~3e-6 |L| / 2e-2 ~ 2e-4 |L|, and truncation adds h^2 / 6 |L'''| ~ 2e-5 |L'''|. With
+// |L| and |L'''| below ~5 on these small programs, |fd - grad| < 2e-3 (1 + |grad|) holds with
+// margin, while a wrong rule (a missing factor, a sign, a transposed layout) is off by O(1).
+
+#include "ir/autodiff.h"
+
+#include <cmath>
+#include <functional>
+
+#include "base/error.h"
+#include "ir/text.h"
+#include "tests/ir/interpreter_test_util.h"
+
+namespace podsim::ir {
+namespace {
+
+using testing::F32;
+
+// Interprets `module` with args and returns its value (the loss).
+double LossOf(const Module& module, const std::vector<Literal>& args) {
+  return Interpret(module, args).values.at(0);
+}
+
+// Differentiates `module` with respect to the parameters numbered `wrt`, checks the verifier,
+// the loss, and every gradient element against a central finite difference.
+std::vector<Literal> CheckGradients(const Module& module, const std::vector<int64_t>& wrt,
+                                    uint64_t seed = 1) {
+  Verify(module);
+  const std::vector<Instruction*> params = module.entry()->parameters();
+  std::vector<std::string> names;
+  for (int64_t k : wrt) names.push_back(params[static_cast<size_t>(k)]->name);
+  const std::unique_ptr<Module> grad = Differentiate(module, names);
+  Verify(*grad);
+  const std::vector<Literal> args = RandomArguments(module, seed);
+  const Literal out = Interpret(*grad, args);
+  REQUIRE(out.elements.size() == wrt.size() + 1);
+  CHECK(out.elements[0].values[0] == doctest::Approx(LossOf(module, args)).epsilon(1e-12));
+  for (size_t w = 0; w < wrt.size(); ++w) {
+    const size_t p = static_cast<size_t>(wrt[w]);
+    const Literal& g = out.elements[w + 1];
+    REQUIRE(g.shape == args[p].shape);
+    for (int64_t j = 0; j < g.NumElements(); ++j) {
+      std::vector<Literal> plus = args, minus = args;
+      const DType t = args[p].shape.dtype;
+      double& xp = plus[p].values[static_cast<size_t>(j)];
+      double& xm = minus[p].values[static_cast<size_t>(j)];
+      xp = RoundToDType(xp + 1e-2, t);
+      xm = RoundToDType(xm - 1e-2, t);
+      const double fd = (LossOf(module, plus) - LossOf(module, minus)) / (xp - xm);
+      const double got = g.values[static_cast<size_t>(j)];
+      INFO("parameter ", params[p]->name, " element ", j, ": gradient ", got, ", difference ", fd);
+      CHECK(std::abs(fd - got) < 2e-3 * (1 + std::abs(got)));
+    }
+  }
+  return out.elements;
+}
+
+// A module "main" with f32 parameters of the given shapes; `loss` builds the scalar loss.
+std::unique_ptr<Module> Program(const std::vector<std::vector<int64_t>>& shapes,
+                                const std::function<Instruction*(Builder&, std::vector<Instruction*>&)>& loss) {
+  auto m = std::make_unique<Module>("test");
+  Builder b(m->AddComputation("main", /*is_entry=*/true));
+  std::vector<Instruction*> p;
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    p.push_back(b.Parameter(static_cast<int64_t>(k), Shape(DType::kF32, shapes[k]), "p" + std::to_string(k)));
+  }
+  Instruction* l = loss(b, p);
+  m->entry()->set_root(l);
+  return m;
+}
+
+Instruction* SumAll(Builder& b, Instruction* x) {
+  std::vector<int64_t> dims(static_cast<size_t>(x->shape.rank()));
+  for (size_t d = 0; d < dims.size(); ++d) dims[d] = static_cast<int64_t>(d);
+  return b.Reduce(x, dims, ReduceKind::kAdd);
+}
+
+// sum(x * w) with w a fixed pseudo-random weight, so each element's gradient differs.
+Instruction* Weighted(Builder& b, Instruction* x) {
+  std::vector<double> w(static_cast<size_t>(x->shape.NumElements()));
+  for (size_t k = 0; k < w.size(); ++k) w[k] = 0.25 + 0.5 * std::sin(1.7 * static_cast<double>(k) + 0.3);
+  for (double& v : w) v = RoundToDType(v, x->shape.dtype);
+  return SumAll(b, b.Mul(x, b.Constant(Literal(x->shape, w))));
+}
+
+Instruction* Full(Builder& b, const std::vector<int64_t>& dims, double v) {
+  return b.BroadcastScalar(b.ConstantScalar(DType::kF32, v), dims);
+}
+
+TEST_CASE("elementwise rules match finite differences") {
+  const std::vector<int64_t> d{2, 3};
+  auto m = Program({d, d}, [&](Builder& b, std::vector<Instruction*>& p) {
+    Instruction* x = p[0];
+    Instruction* y = p[1];
+    Instruction* pos = b.Add(b.Mul(x, x), Full(b, d, 1.0));  // > 0
+    Instruction* terms[] = {
+        b.Tanh(b.Mul(x, y)),
+        b.Div(b.Exp(x), b.Add(y, Full(b, d, 3.0))),
+        b.Neg(b.Log(pos)),
+        b.Sqrt(b.Add(b.Mul(y, y), Full(b, d, 1.0))),
+        b.Rsqrt(b.Add(pos, Full(b, d, 1.0))),
+        b.Abs(b.Sub(x, Full(b, d, 0.05))),
+        b.Max(x, y),
+        b.Min(x, b.Mul(y, Full(b, d, 0.5))),
+        b.Pow(pos, y),
+    };
+    Instruction* acc = terms[0];
+    for (size_t k = 1; k < std::size(terms); ++k) acc = b.Add(acc, terms[k]);
+    return Weighted(b, acc);
+  });
+  CheckGradients(*m, {0, 1});
+}
+
+TEST_CASE("data movement rules match finite differences") {
+  auto m = Program({{2, 3, 4}, {3}}, [&](Builder& b, std::vector<Instruction*>& p) {
+    Instruction* x = p[0];
+    Instruction* t = b.Transpose(x, {2, 0, 1});                     // [4,2,3]
+    Instruction* r = b.Reshape(t, {8, 3});
+    Instruction* s = b.Slice(r, {1, 0}, {8, 3}, {3, 2});            // [3,2]
+    Instruction* pad = b.Pad(s, b.ConstantScalar(DType::kF32, 0.5), {{1, -1, 1}, {0, 2, 0}});  // [5,4]
+    Instruction* rev = b.Reverse(pad, {0});
+    Instruction* bc = b.Broadcast(p[1], {3, 4}, {0});                // y along rows
+    Instruction* cat = b.Concatenate({rev, bc}, 0);                 // [8,4]
+    Instruction* ds = b.DynamicSlice(cat, {b.ConstantScalar(DType::kS32, 2), b.ConstantScalar(DType::kS32, 1)}, {4, 3});
+    Instruction* upd = b.DynamicUpdateSlice(r, b.Mul(ds, ds), {b.ConstantScalar(DType::kS32, 3), b.ConstantScalar(DType::kS32, 0)});
+    Instruction* sel = b.Select(b.Compare(upd, Full(b, {8, 3}, 0.0), Comparison::kGt), upd, b.Mul(upd, Full(b, {8, 3}, 3.0)));
+    return Weighted(b, sel);
+  });
+  CheckGradients(*m, {0, 1});
+}
+
+TEST_CASE("dot rules match finite differences, with batch and contracting dims anywhere") {
+  // out[b, i, k] = sum_j x[j, b, i] * w[k, b, j]: lhs contracting first, rhs batch in the middle.
+  auto m = Program({{3, 2, 4}, {5, 2, 3}}, [&](Builder& b, std::vector<Instruction*>& p) {
+    DotDims dd{{1}, {1}, {0}, {2}};
+    return Weighted(b, b.Tanh(b.Dot(p[0], p[1], dd)));
+  });
+  CheckGradients(*m, {0, 1});
+  auto e = Program({{4, 3}, {3, 5}}, [&](Builder& b, std::vector<Instruction*>& p) {
+    return Weighted(b, b.Einsum("ij,jk->ki", p[0], p[1]));
+  });
+  CheckGradients(*e, {0, 1});
+}
+
+TEST_CASE("reductions, scans and windows match finite differences") {
+  auto m = Program({{3, 5}}, [&](Builder& b, std::vector<Instruction*>& p) {
+    Instruction* x = p[0];
+    Instruction* mx = b.Reduce(x, {1}, ReduceKind::kMax);
+    Instruction* mn = b.Reduce(x, {0}, ReduceKind::kMin);
+    Instruction* inc = b.Cumsum(x, 1);
+    Instruction* exc = b.Cumsum(b.Mul(x, x), 0, /*exclusive=*/true);
+    std::vector<WindowDim> w(2);
+    w[0] = {2, 1, 1, 0, 1, 1};
+    w[1] = {2, 2, 0, 1, 2, 1};  // stride 2, base dilation 2, padded high
+    Instruction* win = b.ReduceWindow(b.Tanh(x), w, ReduceKind::kAdd);
+    std::vector<WindowDim> dil(2);
+    dil[1] = {2, 1, 0, 0, 1, 3};  // window dilation 3
+    Instruction* wd = b.ReduceWindow(x, dil, ReduceKind::kAdd);
+    return b.Add(b.Add(b.Add(Weighted(b, mx), Weighted(b, mn)), b.Add(Weighted(b, inc), Weighted(b, exc))),
+                 b.Add(Weighted(b, win), Weighted(b, wd)));
+  });
+  CheckGradients(*m, {0});
+}
+
+TEST_CASE("softmax cross-entropy and top-k match finite differences") {
+  auto m = Program({{4, 6}, {6, 5}}, [&](Builder& b, std::vector<Instruction*>& p) {
+    Instruction* logits = b.Dot(p[0], p[1], DotDims{{}, {}, {1}, {0}});  // [4,5]
+    Instruction* shifted = b.Sub(logits, b.Broadcast(b.Reduce(logits, {1}, ReduceKind::kMax), {4, 5}, {0}));
+    Instruction* e = b.Exp(shifted);
+    Instruction* lsm = b.Sub(shifted, b.Broadcast(b.Log(b.Reduce(e, {1}, ReduceKind::kAdd)), {4, 5}, {0}));
+    std::vector<double> labels{1, 4, 0, 2};
+    Instruction* hot = b.Convert(b.Compare(b.Broadcast(b.Constant(testing::S32({4}, labels)), {4, 5}, {0}),
+                                           b.Iota(Shape(DType::kS32, {4, 5}), 1), Comparison::kEq),
+                                 DType::kF32);
+    Instruction* xent = b.Neg(SumAll(b, b.Mul(hot, lsm)));
+    Instruction* top = b.TopK(logits, 2);
+    return b.Add(xent, Weighted(b, b.GetTupleElement(top, 0)));
+  });
+  CheckGradients(*m, {0, 1});
+}
+
+TEST_CASE("a counted loop is differentiated once and matches finite differences") {
+  // h_{t+1} = tanh(h_t * w + x) * t-dependent scale, 3 iterations; w and x passed through.
+  auto m = std::make_unique<Module>("loop");
+  Computation* body = m->AddComputation("body");
+  {
+    Builder b(body);
+    Instruction* it = b.Parameter(0, Shape(DType::kS32, {}), "it");
+    Instruction* h = b.Parameter(1, Shape(DType::kF32, {2, 3}), "h");
+    Instruction* w = b.Parameter(2, Shape(DType::kF32, {3, 3}), "w");
+    Instruction* x = b.Parameter(3, Shape(DType::kF32, {2, 3}), "x");
+    Instruction* scale = b.BroadcastScalar(
+        b.Add(b.ConstantScalar(DType::kF32, 1.0), b.Convert(it, DType::kF32)), {2, 3});
+    Instruction* next = b.Mul(b.Tanh(b.Add(b.Dot(h, w, DotDims{{}, {}, {1}, {0}}), x)), scale);
+    body->set_root(b.Tuple({next, w, x}));
+  }
+  Builder b(m->AddComputation("main", /*is_entry=*/true));
+  Instruction* h0 = b.Parameter(0, Shape(DType::kF32, {2, 3}), "h0");
+  Instruction* w = b.Parameter(1, Shape(DType::kF32, {3, 3}), "w");
+  Instruction* x = b.Parameter(2, Shape(DType::kF32, {2, 3}), "x");
+  Instruction* loop = b.Loop({h0, w, x}, body, 3);
+  Instruction* h = b.GetTupleElement(loop, 0);
+  m->entry()->set_root(Weighted(b, b.Mul(h, h)));
+  CheckGradients(*m, {0, 1, 2});
+
+  const std::unique_ptr<Module> grad = Differentiate(*m, {w->name});
+  int loops = 0, stacks = 0;
+  for (const auto& c : grad->computations()) {
+    for (const auto& i : c->instructions()) {
+      if (i->opcode == Opcode::kLoop) {
+        ++loops;
+        CHECK(i->trip_count == 3);
+      }
+      if (i->opcode == Opcode::kDynamicUpdateSlice && c->name() == "body.save") ++stacks;
+    }
+  }
+  CHECK(loops == 2);   // the forward loop (saving) and one backward loop: never unrolled
+  CHECK(stacks == 1);  // only h is stacked: w and x pass through unchanged
+  // The text form round-trips: the loop bodies print before the computations that call them.
+  const std::unique_ptr<Module> again = ParseModule(PrintModule(*grad));
+  Verify(*again);
+  CHECK(PrintModule(*again) == PrintModule(*grad));
+}
+
+TEST_CASE("nested loops match finite differences") {
+  auto m = std::make_unique<Module>("nested");
+  Computation* inner = m->AddComputation("inner");
+  {
+    Builder b(inner);
+    b.Parameter(0, Shape(DType::kS32, {}), "j");
+    Instruction* h = b.Parameter(1, Shape(DType::kF32, {3}), "h");
+    Instruction* w = b.Parameter(2, Shape(DType::kF32, {3}), "w");
+    inner->set_root(b.Tuple({b.Tanh(b.Mul(h, w)), w}));
+  }
+  Computation* outer = m->AddComputation("outer");
+  {
+    Builder b(outer);
+    b.Parameter(0, Shape(DType::kS32, {}), "i");
+    Instruction* h = b.Parameter(1, Shape(DType::kF32, {3}), "h");
+    Instruction* w = b.Parameter(2, Shape(DType::kF32, {3}), "w");
+    Instruction* l = b.Loop({b.Add(h, w), w}, inner, 2);
+    outer->set_root(b.Tuple({b.GetTupleElement(l, 0), b.Mul(w, b.BroadcastScalar(b.ConstantScalar(DType::kF32, 0.9), {3}))}));
+  }
+  Builder b(m->AddComputation("main", /*is_entry=*/true));
+  Instruction* h0 = b.Parameter(0, Shape(DType::kF32, {3}), "h0");
+  Instruction* w = b.Parameter(1, Shape(DType::kF32, {3}), "w");
+  Instruction* loop = b.Loop({h0, w}, outer, 3);
+  m->entry()->set_root(Weighted(b, b.Exp(b.GetTupleElement(loop, 0))));
+  CheckGradients(*m, {0, 1});
+}
+
+TEST_CASE("hand-derived gradients: gather, convert, relu, unused parameters, shardings") {
+  using testing::S32;
+  // loss = sum_r sum_c gather(x, idx)[r, c] * w[r, c]: dx[j, c] = sum over r with idx[r] == j
+  // of w[r, c]; indices clamp, so 7 reads row 2 and -1 row 0.
+  Module m("hand");
+  Builder b(m.AddComputation("main", /*is_entry=*/true));
+  Instruction* x = b.Parameter(0, Shape(DType::kF32, {3, 2}), "x");
+  Instruction* unused = b.Parameter(1, Shape(DType::kF32, {4}), "unused");
+  (void)unused;
+  Instruction* idx = b.Constant(S32({4}, {2, 0, 7, -1}));
+  const std::vector<double> w{1, 2, 3, 4, 5, 6, 7, 8};
+  Instruction* g = b.Gather(x, idx, 0);  // [4, 2]
+  Instruction* gw = SumAll(b, b.Mul(g, b.Constant(F32({4, 2}, w))));
+  // relu through compare + select: d/dx sum(relu(x) * 10) = 10 where x > 0.
+  Instruction* relu = b.Select(b.Compare(x, Full(b, {3, 2}, 0.0), Comparison::kGt), x, Full(b, {3, 2}, 0.0));
+  Instruction* r = b.Mul(SumAll(b, relu), b.ConstantScalar(DType::kF32, 10.0));
+  // convert through bf16: the adjoint of a bf16 -> f32 convert is the f32 adjoint in bf16.
+  Instruction* v = b.Convert(b.Convert(x, DType::kBF16), DType::kF32);
+  Instruction* cv = SumAll(b, b.Mul(v, b.Constant(F32({3, 2}, {1.00390625, 1, 1, 1, 1, 1}))));
+  m.entry()->set_root(b.Add(b.Add(gw, r), cv));
+  x->sharding = Sharding::TiledIota({2, 1});
+
+  const std::unique_ptr<Module> grad = Differentiate(m, {"x", "unused"});
+  Verify(*grad);
+  const std::vector<double> xs{0.5, -0.25, -1, 0.75, 0.125, -0.5};
+  const Literal out = Interpret(*grad, {F32({3, 2}, xs), F32({4}, {1, 2, 3, 4})});
+  // Rows: x row 0 gets w rows 1 and 3, row 1 none, row 2 rows 0 and 2. 1.00390625 rounds to
+  // 1 in bf16 (8 bits of mantissa), so the convert adds 1 to every element.
+  std::vector<double> expect{3 + 7, 4 + 8, 0, 0, 1 + 5, 2 + 6};
+  for (size_t k = 0; k < expect.size(); ++k) expect[k] += (xs[k] > 0 ? 10 : 0) + 1;
+  CHECK(out.elements[1].values == expect);
+  CHECK(out.elements[2].values == std::vector<double>{0, 0, 0, 0});
+  // The gradient of a sharded parameter carries its sharding.
+  const Instruction* root = grad->entry()->root();
+  REQUIRE(root->operand(1)->sharding.has_value());
+  CHECK(*root->operand(1)->sharding == *x->sharding);
+}
+
+TEST_CASE("bad requests name what is wrong") {
+  auto m = Program({{2}, {2}}, [&](Builder& b, std::vector<Instruction*>& p) {
+    return SumAll(b, b.Sort(b.Mul(p[0], p[1]), 0));
+  });
+  CHECK_THROWS_WITH_AS(Differentiate(*m, {"nope"}),
+                       doctest::Contains("wrt 'nope' names no parameter of the entry computation (parameters: p0, p1)"),
+                       Error);
+  CHECK_THROWS_WITH_AS(Differentiate(*m, {"p0", "p0"}), doctest::Contains("named twice"), Error);
+  CHECK_THROWS_WITH_AS(Differentiate(*m, {"p0"}), doctest::Contains("no gradient rule for %sort"), Error);
+  CHECK_THROWS_WITH_AS(Differentiate(*m, {"p0"}, "multiply"),
+                       doctest::Contains("is f32[2], not an f32 or bf16 scalar"), Error);
+  CHECK_THROWS_WITH_AS(Differentiate(*m, {"p0"}, "zzz"), doctest::Contains("loss 'zzz' names no instruction"),
+                       Error);
+  // A loss that does not depend on the parameter has a zero gradient, not an error.
+  auto c = Program({{2}}, [&](Builder& b, std::vector<Instruction*>&) { return b.ConstantScalar(DType::kF32, 3); });
+  const Literal out = Interpret(*Differentiate(*c, {"p0"}), {F32({2}, {1, 2})});
+  CHECK(out.elements[1].values == std::vector<double>{0, 0});
+}
+
+}  // namespace
+}  // namespace podsim::ir
