@@ -743,6 +743,9 @@ std::unique_ptr<Module> Differentiate(const Module& module, const std::vector<st
     }
     main->set_root(b.Tuple(results));
   }
+  // The forward instructions the loss does not need, and the copies of loop bodies only the
+  // rewritten loops replaced.
+  out->RemoveDeadCode();
   out->OrderComputations();
   return out;
 }

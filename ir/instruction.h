@@ -2,7 +2,9 @@
 // One SSA instruction. Attributes are plain fields; which ones an opcode reads is listed below
 // and enforced by the verifier. Semantics follow XLA HLO unless stated.
 //
-// parameter            parameter_number.
+// parameter            parameter_number; optional argument_range [low, high): the values the
+//                      module is written for (an optimizer's second-moment statistics are
+//                      non-negative); ir::RandomArguments draws from it. No effect on semantics.
 // constant             literal.
 // iota                 dimensions={d}: value = index along d.
 // partition-id         s32[]: the partition running the program.
@@ -152,6 +154,7 @@ struct Instruction {
   Computation* body = nullptr;
   int64_t tuple_index = 0;
   std::optional<Sharding> tiling;  // auto-to-manual, manual-to-auto
+  std::optional<std::pair<double, double>> argument_range;  // parameter
 
   // Name scope / category, e.g. "moe/dispatch"; used for time breakdowns.
   std::string scope;

@@ -24,7 +24,8 @@ std::vector<Literal> InterpretSpmd(const Module& module,
                                    int64_t num_partitions);
 
 // Deterministic arguments for the entry parameters: floats uniform in [-1, 1) from `seed`
-// (rounded to the parameter dtype), s32 in [0, 8), pred alternating by hash.
+// (rounded to the parameter dtype), s32 in [0, 8), pred alternating by hash; a parameter with
+// an argument_range draws floats uniformly from it, s32 from its integers.
 std::vector<Literal> RandomArguments(const Module& module, uint64_t seed);
 
 }  // namespace podsim::ir

@@ -3,6 +3,7 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "ir/interpreter.h"
@@ -111,11 +112,13 @@ Literal LocalEvaluator::HandleRandomUniform(const Instruction& i) {
 namespace {
 
 // Fills `shape` (recursively for tuples) from stream `stream` of `seed`.
-Literal RandomLiteral(const Shape& shape, uint64_t seed, uint64_t stream) {
+Literal RandomLiteral(const Shape& shape, uint64_t seed, uint64_t stream,
+                      std::optional<std::pair<double, double>> range) {
   if (shape.is_tuple) {
     std::vector<Literal> elements;
     for (size_t k = 0; k < shape.tuple_shapes.size(); ++k) {
-      elements.push_back(RandomLiteral(shape.tuple_shapes[k], seed, stream * 1000003u + k + 1));
+      elements.push_back(
+          RandomLiteral(shape.tuple_shapes[k], seed, stream * 1000003u + k + 1, std::nullopt));
     }
     return Literal::Tuple(std::move(elements));
   }
@@ -128,11 +131,21 @@ Literal RandomLiteral(const Shape& shape, uint64_t seed, uint64_t stream) {
     switch (shape.dtype) {
       case DType::kF32:
       case DType::kBF16:
-        v = RoundToDType(-1.0 + 2.0 * u, shape.dtype);
-        if (v >= 1.0) v = RoundToDType(1.0 - 1.0 / 256, shape.dtype);  // below 1 in f32 and bf16
+        if (range) {
+          v = RoundToDType(range->first + (range->second - range->first) * u, shape.dtype);
+          if (v >= range->second || v < range->first) v = range->first;  // rounded out
+        } else {
+          v = RoundToDType(-1.0 + 2.0 * u, shape.dtype);
+          if (v >= 1.0) v = RoundToDType(1.0 - 1.0 / 256, shape.dtype);  // below 1 in f32, bf16
+        }
         break;
       case DType::kS32:
-        v = std::floor(u * 8);
+        if (range) {
+          const double lo = std::ceil(range->first), span = std::ceil(range->second) - lo;
+          v = span >= 1 ? lo + std::floor(u * span) : lo;
+        } else {
+          v = std::floor(u * 8);
+        }
         break;
       case DType::kPred:
         v = u < 0.5 ? 0 : 1;
@@ -149,7 +162,8 @@ std::vector<Literal> RandomArguments(const Module& module, uint64_t seed) {
   std::vector<Literal> args;
   if (module.entry() == nullptr) return args;
   for (const Instruction* p : module.entry()->parameters()) {
-    args.push_back(RandomLiteral(p->shape, seed, static_cast<uint64_t>(p->parameter_number)));
+    args.push_back(RandomLiteral(p->shape, seed, static_cast<uint64_t>(p->parameter_number),
+                                 p->argument_range));
   }
   return args;
 }

@@ -75,6 +75,36 @@ int64_t Module::InstructionCount() const {
   return n;
 }
 
+void Computation::RemoveDeadInstructions() {
+  Instruction* r = root();
+  if (r == nullptr) return;
+  std::unordered_set<const Instruction*> live = {r};
+  for (auto it = instructions_.rbegin(); it != instructions_.rend(); ++it) {
+    if (!live.count(it->get())) continue;
+    for (const Instruction* o : (*it)->operands) live.insert(o);
+  }
+  std::erase_if(instructions_, [&](const std::unique_ptr<Instruction>& i) {
+    return i->opcode != Opcode::kParameter && !live.count(i.get());
+  });
+  root_ = r;
+}
+
+void Module::RemoveDeadCode() {
+  if (entry_ == nullptr) return;
+  std::unordered_set<const Computation*> reachable;
+  std::function<void(Computation*)> visit = [&](Computation* c) {
+    if (!reachable.insert(c).second) return;
+    c->RemoveDeadInstructions();
+    for (const auto& i : c->instructions()) {
+      if (i->body != nullptr) visit(i->body);
+    }
+  };
+  visit(entry_);
+  std::erase_if(computations_, [&](const std::unique_ptr<Computation>& c) {
+    return !reachable.count(c.get());
+  });
+}
+
 void Module::OrderComputations() {
   std::vector<std::unique_ptr<Computation>> ordered;
   std::unordered_set<const Computation*> placed;

@@ -33,6 +33,8 @@ class Computation {
   void set_root(Instruction* root) { root_ = root; }
   // Parameters ordered by parameter_number.
   std::vector<Instruction*> parameters() const;
+  // Drops the instructions the root does not depend on, except parameters.
+  void RemoveDeadInstructions();
 
  private:
   std::string name_;
@@ -65,6 +67,10 @@ class Module {
   // Reorders the computations so that each comes after those its loops call, the entry last
   // (the order the text format prints them in); otherwise keeps their order.
   void OrderComputations();
+
+  // Removes what the entry's root does not depend on: unused instructions of every computation
+  // (parameters stay, so signatures do not change) and computations no reachable loop calls.
+  void RemoveDeadCode();
 
   // Deep copy.
   std::unique_ptr<Module> Clone() const;

@@ -240,6 +240,10 @@ void ToProto(const Instruction& i, const Computation& comp,
   p->set_k(i.k);
   p->set_seed(i.seed);
   p->set_rng_low(i.rng_low);
+  if (i.argument_range) {
+    p->set_range_low(i.argument_range->first);
+    p->set_range_high(i.argument_range->second);
+  }
   if (!(i.rng_high == 1.0)) p->set_rng_high(i.rng_high);
   PutInts(i.rng_global_dims, p->mutable_rng_global_dims());
   for (const auto& group : i.replica_groups) {
@@ -451,6 +455,10 @@ class Reader {
     i->k = p.k();
     i->seed = p.seed();
     i->rng_low = p.rng_low();
+    if (p.has_range_low() != p.has_range_high()) {
+      throw Error("instruction '" + i->name + "': range_low and range_high must come together");
+    }
+    if (p.has_range_low()) i->argument_range = std::make_pair(p.range_low(), p.range_high());
     if (p.has_rng_high()) i->rng_high = p.rng_high();
     i->rng_global_dims = Ints(p.rng_global_dims());
     for (const ReplicaGroupProto& g : p.replica_groups()) {

@@ -40,6 +40,7 @@ constexpr std::array<AttrInfo, kNumAttrs> kAttrs = {{
     {"body", Presence::kRequired},
     {"index", Presence::kRequired},
     {"tiling", Presence::kRequired},
+    {"range", Presence::kWhenSet},
     {"sharding", Presence::kWhenSet},
     {"scope", Presence::kWhenSet},
 }};
@@ -67,6 +68,7 @@ constexpr A kAllToAll[] = {A::kSplitDimension, A::kConcatDimension, A::kReplicaG
 constexpr A kPermute[] = {A::kSourceTargetPairs};
 constexpr A kLoop[] = {A::kTripCount, A::kBody};
 constexpr A kGte[] = {A::kIndex};
+constexpr A kParameter[] = {A::kRange};
 
 }  // namespace
 
@@ -113,6 +115,7 @@ std::span<const Attr> OpcodeAttrs(Opcode op) {
     case Opcode::kCollectivePermute: return kPermute;
     case Opcode::kLoop: return kLoop;
     case Opcode::kGetTupleElement: return kGte;
+    case Opcode::kParameter: return kParameter;
     case Opcode::kAutoToManual:
     case Opcode::kManualToAuto: return kTiling;
     default:

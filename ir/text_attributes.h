@@ -41,6 +41,7 @@ enum class Attr : uint8_t {
   kBody,                // body=%body
   kIndex,               // index=0
   kTiling,              // tiling={devices=[4,1]<=[4]}
+  kRange,               // range={0,1}
   kSharding,            // sharding={devices=[2,1]0,1}
   kScope,               // scope="moe/gate"
 };

@@ -380,6 +380,15 @@ void Parser::ParseAttributeValue(Instruction& instr, Attr a) {
     case Attr::kTiling: instr.tiling = ShardingBlock(); break;
     case Attr::kSharding: ParseSharding(instr); break;
     case Attr::kScope: instr.scope = lex_.QuotedString(); break;
+    case Attr::kRange: {
+      lex_.Expect('{', "to open range={low,high}");
+      const double low = lex_.Double();
+      lex_.Expect(',', "between the low and high of range={low,high}");
+      const double high = lex_.Double();
+      lex_.Expect('}', "to close range={low,high}");
+      instr.argument_range = std::make_pair(low, high);
+      break;
+    }
   }
 }
 

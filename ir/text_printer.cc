@@ -259,6 +259,7 @@ class InstructionPrinter {
       case Attr::kExclusive: return i.exclusive;
       case Attr::kDescending: return i.descending;
       case Attr::kSharding: return i.sharding.has_value();
+      case Attr::kRange: return i.argument_range.has_value();
       case Attr::kScope: return !i.scope.empty();
       default: return true;
     }
@@ -313,6 +314,13 @@ class InstructionPrinter {
         out_.append(i.tiling ? i.tiling->ToString() : std::string("{none}"));
         break;
       case Attr::kSharding: out_.append(i.sharding->ToString()); break;
+      case Attr::kRange:
+        out_.push_back('{');
+        AppendDouble(i.argument_range->first, &out_);
+        out_.push_back(',');
+        AppendDouble(i.argument_range->second, &out_);
+        out_.push_back('}');
+        break;
       case Attr::kScope: AppendQuoted(i.scope, &out_); break;
     }
   }

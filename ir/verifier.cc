@@ -1,5 +1,6 @@
 #include "ir/verifier.h"
 
+#include <cmath>
 #include <set>
 #include <unordered_set>
 
@@ -98,6 +99,13 @@ void VerifyComputation(const Module& m, const Computation& c, std::set<std::stri
     }
     if (i.opcode == Opcode::kParameter && !param_numbers.insert(i.parameter_number).second) {
       Fail(c, &i, "parameter number " + std::to_string(i.parameter_number) + " is used twice");
+    }
+    if (i.argument_range) {
+      const auto [low, high] = *i.argument_range;
+      if (i.opcode != Opcode::kParameter) Fail(c, &i, "only a parameter takes a range");
+      if (!(std::isfinite(low) && std::isfinite(high) && low < high)) {
+        Fail(c, &i, "range={low,high} needs finite low < high");
+      }
     }
     if (i.opcode == Opcode::kLoop) {
       if (!i.body || i.body->parent() != &m) Fail(c, &i, "loop body is not in this module");

@@ -169,7 +169,7 @@ Instruction* AddDenseFfn(Builder& b, Instruction* x, int64_t* next_parameter,
 }
 
 Instruction* AddMoeFfn(Builder& b, Instruction* inputs, int64_t* next_parameter,
-                       const MoeLayerConfig& c) {
+                       const MoeLayerConfig& c, Instruction** aux_loss) {
   const int64_t d = c.num_devices;
   const bool annotate_experts = c.annotate && c.annotate_experts;
   if (c.annotate) partitioner::Split(inputs, 0, d);
@@ -197,7 +197,9 @@ Instruction* AddMoeFfn(Builder& b, Instruction* inputs, int64_t* next_parameter,
     options.capacity = ExpertCapacity(c);
     options.seed = c.seed;
     options.dtype = c.dtype;
+    options.aux_loss = aux_loss != nullptr;
     gating = AddTop2Gating(b, gates, options);
+    if (aux_loss) *aux_loss = gating.aux_loss;
     Named(gating.combine_weights, "combine_weights");
     Named(gating.dispatch_mask, "dispatch_mask");
   }

@@ -155,8 +155,9 @@ ir::Instruction* AddSelfAttention(ir::Builder& b, ir::Instruction* x, int64_t* n
 // Dense FFN; returns x + relu(x wi) wo.
 ir::Instruction* AddDenseFfn(ir::Builder& b, ir::Instruction* x, int64_t* next_parameter,
                              const MoeLayerConfig& config);
-// Algorithm 2 on `inputs` [G,S,M]; returns outputs [G,S,M] (without residual).
+// Algorithm 2 on `inputs` [G,S,M]; returns outputs [G,S,M] (without residual). With `aux_loss`,
+// also builds the gating's auxiliary load-balancing loss (models/top2_gating.h) into it.
 ir::Instruction* AddMoeFfn(ir::Builder& b, ir::Instruction* inputs, int64_t* next_parameter,
-                           const MoeLayerConfig& config);
+                           const MoeLayerConfig& config, ir::Instruction** aux_loss = nullptr);
 
 }  // namespace podsim::models

@@ -111,11 +111,21 @@ Top2GatingResult AddTop2Gating(Builder& b, Instruction* gates, const Top2GatingO
     pos_2 = Named(b.Reduce(pos_2_e, {2}, ReduceKind::kAdd), "top2_position");
   }
   Builder::ScopeGuard scope(b, std::string(kScopeGateEinsums));
+  Top2GatingResult r;
+  if (options.aux_loss) {
+    // mean_G 1/E sum_E (c_e / S) (sum_S gates / S) = sum_{G,E} c_e sum_S gates / (G E S^2).
+    const int64_t g = gse[0], s = gse[1], e = gse[2];
+    Instruction* counts = b.Reduce(mask_1, {1}, ReduceKind::kAdd);        // [G,E]
+    Instruction* gate_sums = b.Reduce(gates, {1}, ReduceKind::kAdd);      // [G,E]
+    Instruction* total = b.Reduce(b.Mul(counts, gate_sums), {0, 1}, ReduceKind::kAdd);
+    const double scale = static_cast<double>(g) * static_cast<double>(e) *
+                         static_cast<double>(s) * static_cast<double>(s);
+    r.aux_loss = Named(b.Div(total, b.ConstantScalar(DType::kF32, scale)), "aux_loss");
+  }
   auto part = [&](Instruction* weight, Instruction* mask, Instruction* pos) {
     Instruction* weighted = b.Mul(b.Broadcast(weight, gse, gs_dims), mask);  // [G,S,E]
     return b.Einsum("GSE,GSC->GSEC", weighted, AddOneHot(b, pos, options.capacity));
   };
-  Top2GatingResult r;
   Instruction* part_1 = part(w1, mask_1, pos_1);
   Instruction* part_2 = part(w2, mask_2, pos_2);
   r.combine_weights = b.Add(part_1, part_2);

@@ -19,7 +19,11 @@
 // combine weights of a token sum to at most 1, and a token dropped by both experts has all-zero
 // combine weights (it passes through the MoE layer's residual unchanged). w1 >= 1/2 > 0 and a
 // second expert is taken only when w2 > uniform / 2 >= 0, so dispatch_mask is exactly the set of
-// slots given a token. The auxiliary load-balancing loss (training only) is not built.
+// slots given a token.
+//   aux loss  (training only, when options.aux_loss) Algorithm 1's load-balancing loss, per
+//             group l_aux = 1/E sum_e (c_e / S) m_e with c_e = sum_S(mask_1) the tokens kept by
+//             their top-1 expert e and m_e = mean_S(gates[.., e]); averaged over the G groups.
+//             Only m_e carries a gradient (c_e comes from argmax and compares).
 
 #include <cstdint>
 
@@ -37,11 +41,14 @@ struct Top2GatingOptions {
   // Element type of combine_weights and dispatch_mask; the gating itself runs in f32 (positions
   // and counts are exact integers there; bf16 would round counts above 256).
   ir::DType dtype = ir::DType::kF32;
+  // Also build the auxiliary load-balancing loss (Top2GatingResult::aux_loss).
+  bool aux_loss = false;
 };
 
 struct Top2GatingResult {
   ir::Instruction* combine_weights = nullptr;  // [G,S,E,C], dtype
   ir::Instruction* dispatch_mask = nullptr;    // [G,S,E,C], dtype, 0 or 1
+  ir::Instruction* aux_loss = nullptr;         // f32[], when options.aux_loss
 };
 
 // Builds the gating above from `gates` (f32 [G,S,E], E >= 2). The ops up to the random policy

@@ -1,0 +1,60 @@
+#pragma once
+// The training-step program: forward + loss, backward (ir::Differentiate), and the optimizer
+// update (models/optimizer.h) of every trainable parameter, in one module that the SPMD
+// partitioner shards and the simulator runs like any other.
+//
+//   auto loss = BuildMoeLayerPairLoss(config, {});                  // root: the scalar loss
+//   TrainingStep step = BuildTrainingStep(*loss, FloatParameters(*loss), OptimizerConfig{});
+//
+// The module's entry parameters: the loss module's parameters (same numbers, names, shardings),
+// then the optimizer state of each trainable parameter in `trainable` order (OptimizerSlots),
+// then "step" (s32[], the steps already taken: 0 on the first step). Its root:
+//   tuple(loss, gradient of each trainable parameter..., updated parameter...,
+//         updated state...)
+// so one run of the module is one training step, and feeding the updated parameters and state
+// back (with step + 1) runs the next. Scopes: forward instructions keep the loss module's
+// scopes, backward ones are "backward/<scope>", the update "optimizer/<parameter>".
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/module.h"
+#include "models/optimizer.h"
+
+namespace podsim::models {
+
+struct TrainingStep {
+  std::unique_ptr<ir::Module> module;
+  std::vector<std::string> trainable;  // the parameters updated, in root order
+  std::vector<OptimizerSlot> state;    // the optimizer state parameters, in order
+  int64_t num_model_parameters = 0;    // entry parameters before the state
+  // Root tuple indices.
+  int64_t GradientIndex(int64_t k) const { return 1 + k; }
+  int64_t UpdatedParameterIndex(int64_t k) const {
+    return 1 + static_cast<int64_t>(trainable.size()) + k;
+  }
+  int64_t UpdatedStateIndex(int64_t k) const {
+    return 1 + 2 * static_cast<int64_t>(trainable.size()) + k;
+  }
+};
+
+// Builds the training step of `loss_module`, whose `loss` instruction ("" = its root) is the
+// f32 scalar to minimise, for the entry parameters named in `trainable`. With
+// `num_partitions` > 0 the loss module's shardings are first propagated over that many
+// partitions (partitioner::PropagateShardings), so that every gradient, not only those of
+// annotated tensors, is sharded like its primal: the backward pass then mirrors the forward
+// pass's layout (the two AllToAlls of an MoE layer come back as two, and a replicated weight's
+// gradient is one AllReduce of its partial sums), as an SPMD training step is. Throws
+// podsim::Error naming the parameter or instruction at fault (ir::Differentiate's errors).
+TrainingStep BuildTrainingStep(const ir::Module& loss_module,
+                               const std::vector<std::string>& trainable,
+                               const OptimizerConfig& optimizer, int64_t num_partitions = 0,
+                               const std::string& loss = "");
+
+// The names of the module's float (f32, bf16) entry parameters, in parameter order: what a model
+// trains by default (token ids and labels are integers).
+std::vector<std::string> FloatParameters(const ir::Module& module);
+
+}  // namespace podsim::models
