@@ -31,6 +31,8 @@ const std::vector<Command>& Commands() {
       {"partition", "propagate shardings and lower a module to SPMD",
        podsim::cli::PartitionCommand},
       {"check", "compare a module's SPMD form with it numerically", podsim::cli::CheckCommand},
+      {"train-step", "emit the training-step module of the MoE layer pair",
+       podsim::cli::TrainStepCommand},
       {"simulate", "run an SPMD module on a pod: step time, memory, trace",
        podsim::cli::SimulateCommand},
   };

@@ -35,6 +35,7 @@ TrainingStep BuildTrainingStep(const ir::Module& loss_module,
   } else {
     out.module = ir::Differentiate(loss_module, trainable, loss);
   }
+  out.module->set_name(loss_module.name() + "_train_step");
   ir::Computation* entry = out.module->entry();
   Instruction* grads = entry->root();  // tuple(loss, gradients...)
   std::vector<Instruction*> params = entry->parameters();

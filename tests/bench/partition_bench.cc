@@ -7,6 +7,11 @@
 //
 //   ninja -C build partition_bench && build/tests/partition_bench
 //
+// BM_TrainingStep: the 36-layer training step (18 layer pairs; loss = mean square of the
+// stack's output; Adafactor), built by propagating the annotations, differentiating and adding
+// the update (models::BuildTrainingStep), then partitioned: the whole cost of getting a training
+// step's SPMD program, which must also not depend on D.
+//
 // Counters: instructions = instructions of the partitioned program(s).
 
 #include <benchmark/benchmark.h>
@@ -14,7 +19,9 @@
 #include <cstdint>
 #include <memory>
 
+#include "ir/builder.h"
 #include "models/moe_stack.h"
+#include "models/training_step.h"
 #include "models/moe_transformer.h"
 #include "partitioner/mpmd.h"
 #include "partitioner/propagation.h"
@@ -64,6 +71,32 @@ void BM_MpmdPartition(benchmark::State& state) {
   state.counters["instructions"] = static_cast<double>(instructions);
 }
 BENCHMARK(BM_MpmdPartition)->RangeMultiplier(4)->Range(16, 256)->Unit(benchmark::kMillisecond);
+
+// The 36-layer stack with a scalar loss: mean of the squared output.
+std::unique_ptr<ir::Module> StackLoss(int64_t d) {
+  std::unique_ptr<ir::Module> m = models::BuildMoeStack(models::PaperMoeConfig(d), 18);
+  ir::Builder b(m->entry());
+  ir::Instruction* out = m->entry()->root();
+  ir::Instruction* sum = b.Reduce(b.Mul(out, out), {0, 1, 2}, ir::ReduceKind::kAdd);
+  m->entry()->set_root(b.Div(
+      sum, b.ConstantScalar(out->shape.dtype, static_cast<double>(out->shape.NumElements()))));
+  return m;
+}
+
+void BM_TrainingStep(benchmark::State& state) {
+  const int64_t d = state.range(0);
+  const std::unique_ptr<ir::Module> loss = StackLoss(d);
+  int64_t instructions = 0;
+  for (auto _ : state) {
+    models::TrainingStep step = models::BuildTrainingStep(
+        *loss, models::FloatParameters(*loss), models::OptimizerConfig{}, d);
+    partitioner::PartitionResult r = partitioner::PropagateAndPartition(*step.module, d);
+    instructions = r.module->InstructionCount();
+    benchmark::DoNotOptimize(r.module.get());
+  }
+  state.counters["instructions"] = static_cast<double>(instructions);
+}
+BENCHMARK(BM_TrainingStep)->RangeMultiplier(16)->Range(16, 65536)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace podsim::experiments

@@ -45,6 +45,29 @@ TEST_CASE("simulate --check: the partitioned run equals the unpartitioned module
   CHECK(out.find("MISMATCH") == std::string::npos);
 }
 
+TEST_CASE("train-step: the emitted module passes podsim check and simulate --check") {
+  const std::string file =
+      (std::filesystem::temp_directory_path() / "podsim_train_step_test.hlo").string();
+  std::string out;
+  REQUIRE(Run(TrainStepCommand, {"--toy", "--devices", "4", "-o", file}, &out) == 0);
+  // 14 weights, each with its two Adafactor statistics, + loss: 1 + 14 + 14 + 28 outputs.
+  CHECK(Run(CheckCommand, {file, "--mesh", "2x2", "--seed", "3"}, &out) == 0);
+  CHECK(out.find("ok: 57 output(s) within tolerance") != std::string::npos);
+  CHECK(Run(SimulateCommand, {file, "--topology", "tpu-v3-8", "--mesh", "4", "--check"}, &out) ==
+        0);
+  CHECK(out.find("MISMATCH") == std::string::npos);
+  CHECK(out.find("backward") != std::string::npos);
+  CHECK(out.find("optimizer") != std::string::npos);
+  // Plain SGD keeps no state: 1 + 14 + 14 outputs.
+  REQUIRE(Run(TrainStepCommand, {"--toy", "--devices", "2", "--optimizer", "sgd", "-o", file},
+              &out) == 0);
+  CHECK(Run(CheckCommand, {file, "--mesh", "2"}, &out) == 0);
+  CHECK(out.find("ok: 29 output(s) within tolerance") != std::string::npos);
+  CHECK_THROWS_WITH_AS(Run(TrainStepCommand, {"--toy", "--optimizer", "adagrad"}, &out),
+                       doctest::Contains("--optimizer.kind"), ConfigError);
+  std::filesystem::remove(file);
+}
+
 TEST_CASE("simulate --json: results.json on standard output") {
   std::string out;
   REQUIRE(Run(SimulateCommand, {kMoeLayer, "--topology", "tpu-v3-8", "--mesh", "4", "--json"},
