@@ -88,19 +88,28 @@ bool IsReduction(Opcode op) {
          op == Opcode::kReduceWindow || op == Opcode::kCumsum;
 }
 
-// Reductions in the operand cone of `root` (sub-computations of loops count wholly).
-int64_t ReductionsFeeding(const Instruction* root) {
+// The reductions one run of `c` executes: its own, and a loop's body's (recursively) once per
+// trip, since a value carried through a loop takes on each trip's rounding again.
+double ReductionsRun(const ir::Computation& c) {
+  double n = 0;
+  for (const auto& i : c.instructions()) {
+    if (IsReduction(i->opcode)) ++n;
+    if (i->body) n += static_cast<double>(i->trip_count) * ReductionsRun(*i->body);
+  }
+  return n;
+}
+
+// Reductions executed in the operand cone of `root` (loops as ReductionsRun counts them).
+double ReductionsFeeding(const Instruction* root) {
   std::unordered_set<const Instruction*> seen;
   std::vector<const Instruction*> stack = {root};
-  int64_t n = 0;
+  double n = 0;
   while (!stack.empty()) {
     const Instruction* i = stack.back();
     stack.pop_back();
     if (!seen.insert(i).second) continue;
     if (IsReduction(i->opcode)) ++n;
-    if (i->body) {
-      for (const auto& b : i->body->instructions()) n += IsReduction(b->opcode) ? 1 : 0;
-    }
+    if (i->body) n += static_cast<double>(i->trip_count) * ReductionsRun(*i->body);
     for (const Instruction* o : i->operands) stack.push_back(o);
   }
   return n;
@@ -210,7 +219,7 @@ EquivalenceReport CompareOutputs(const ir::Module& global, const PartitionResult
       });
     }
     const Instruction* source = tuple && root->opcode == Opcode::kTuple ? root->operands[k] : root;
-    const double reductions = static_cast<double>(ReductionsFeeding(source));
+    const double reductions = ReductionsFeeding(source);
     c.tolerance = options.tolerance_factor * UnitRoundoff(want.shape.dtype) *
                   static_cast<double>(n) * reductions * (1 + scale);
     report.outputs.push_back(std::move(c));

@@ -16,7 +16,8 @@
 //     before they are combined, which adds at most about D * u times the magnitude of the
 //     partials per split reduction. Everything else (elementwise ops, data movement, iota,
 //     random-uniform, an unsplit reduction) computes bit-identical values on every shard, so an
-//     output with R = 0 must match exactly. The default factor 8 leaves room for the growth of
+//     output with R = 0 must match exactly. R counts reductions as executed: a loop body's
+//     (nested loops included) once per trip, as a carried value takes each trip's rounding. The default factor 8 leaves room for the growth of
 //     the rounding differences through the elementwise ops after a reduction.
 
 #include <cstdint>

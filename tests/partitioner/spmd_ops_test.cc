@@ -4,6 +4,9 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <unordered_map>
+
 #include "base/error.h"
 #include "ir/builder.h"
 #include "tests/partitioner/spmd_test_util.h"
@@ -313,6 +316,50 @@ TEST_CASE("loop: carried values keep their layout; collectives inside the body r
     testing::CheckNumerics(*u, ru);
     CHECK(testing::TotalCollectives(*ru.module) >= 2);
   }
+}
+
+TEST_CASE("check tolerance: a split sum in a loop inside a loop is held to its rounding") {
+  // Outer loop (2 trips) around LoopModule's inner loop (3 trips of x <- tanh(x @ w)) with w
+  // split on its rows, so every inner trip all-reduces partial sums: 6 split dots in a row.
+  // Counting the inner body only one loop level deep gave this output tolerance 0: exact
+  // agreement, which split sums only reach when their roundings happen to coincide.
+  const int64_t d = 4;
+  auto inner = LoopModule(11, 0, 0, d);
+  auto m = std::make_unique<ir::Module>("nested");
+  const Shape xs(DType::kF32, {11, 8}), ws(DType::kF32, {8, 8});
+  ir::Computation* inner_body = m->AddComputation("inner");
+  {
+    // A copy of LoopModule's body.
+    std::unordered_map<const ir::Instruction*, ir::Instruction*> map;
+    for (const auto& i : inner->FindComputation("body")->instructions()) {
+      auto c = std::make_unique<ir::Instruction>(*i);
+      for (ir::Instruction*& o : c->operands) o = map.at(o);
+      map[i.get()] = inner_body->Add(std::move(c));
+    }
+  }
+  ir::Computation* outer_body = m->AddComputation("outer");
+  {
+    ir::Builder b(outer_body);
+    b.Parameter(0, Shape(DType::kS32, {}), "j");
+    auto* x = With(b.Parameter(1, xs, "x"), Split(2, 0, d));
+    auto* w = With(b.Parameter(2, ws, "w"), Split(2, 0, d));
+    auto* loop = b.Loop({x, w}, inner_body, 3);
+    b.Tuple({With(b.GetTupleElement(loop, 0), Split(2, 0, d)),
+             With(b.GetTupleElement(loop, 1), Split(2, 0, d))});
+  }
+  ir::Builder b(m->AddComputation("main", true));
+  auto* x0 = With(b.Parameter(0, xs, "x0"), kRep);
+  auto* w0 = With(b.Parameter(1, ws, "w0"), kRep);
+  auto* loop = b.Loop({x0, w0}, outer_body, 2);
+  With(b.GetTupleElement(loop, 0), kRep);
+  PartitionResult r = testing::Partition(*m, d);
+  const EquivalenceReport report = CompareSpmd(*m, r, ir::RandomArguments(*m, 5));
+  REQUIRE(report.outputs.size() == 1);
+  // R = 2 x 3 dots: factor 8 x 2^-24 x D x R x (1 + max|x|), max|x| < 1 after tanh.
+  const double unit = 8 * std::ldexp(1.0, -24) * d * 6;
+  CHECK(report.outputs[0].tolerance >= unit);
+  CHECK(report.outputs[0].tolerance < 2 * unit);
+  CHECK(report.ok());
 }
 
 }  // namespace
