@@ -399,6 +399,75 @@ class Vjp : public ConstVisitor<void> {
     });
   }
 
+  void HandleConvolution(const Instruction& i) override {
+    if (i.feature_group_count != 1) NoRule(i, "feature_group_count > 1");
+    const ConvDims& cd = i.conv;
+    const Shape& x = i.operand(0)->shape;
+    const Shape& w = i.operand(1)->shape;
+    const size_t n = i.window.size();
+    // Per spatial dim: n' = (in - 1) * base_dilation + 1 (the dilated input), k' = (k - 1) *
+    // window_dilation + 1 (the dilated kernel), o the output size. y[o] = sum over t of
+    // x_dilated_padded[o * stride + t * window_dilation] * w[t].
+    Acc(i, 0, [&] {
+      // dx: the adjoint spread back over the taps that read each input element, a stride-1
+      // convolution of g dilated by the stride with the kernel reversed and its features
+      // swapped (the rule of reduce-window add, with a kernel), then the base dilation undone.
+      std::vector<PadDim> pad(i.shape.rank());
+      std::vector<WindowDim> window(n);
+      std::vector<int64_t> starts(x.rank(), 0), limits = x.dims, strides(x.rank(), 1);
+      for (size_t d = 0; d < n; ++d) {
+        const WindowDim& wd = i.window[d];
+        const int64_t in = x.dims[cd.input_spatial[d]];
+        const int64_t base = (in - 1) * wd.base_dilation + 1;
+        const int64_t taps = (w.dims[cd.kernel_spatial[d]] - 1) * wd.window_dilation + 1;
+        const int64_t out = (i.shape.dims[cd.output_spatial[d]] - 1) * wd.stride + 1;
+        const int64_t before = taps - wd.pad_low - 1;
+        pad[cd.output_spatial[d]] = {before, base + taps - 1 - out - before, wd.stride - 1};
+        window[d] = {w.dims[cd.kernel_spatial[d]], 1, 0, 0, 1, wd.window_dilation};
+        limits[cd.input_spatial[d]] = base;
+        strides[cd.input_spatial[d]] = wd.base_dilation;
+      }
+      Instruction* spread = b_.Pad(g_, b_.ConstantScalar(i.shape.dtype, 0.0), pad);
+      ConvDims back;
+      back.input_batch = cd.output_batch;
+      back.input_feature = cd.output_feature;
+      back.input_spatial = cd.output_spatial;
+      back.kernel_input_feature = cd.kernel_output_feature;
+      back.kernel_output_feature = cd.kernel_input_feature;
+      back.kernel_spatial = cd.kernel_spatial;
+      back.output_batch = cd.input_batch;
+      back.output_feature = cd.input_feature;
+      back.output_spatial = cd.input_spatial;
+      Instruction* r = b_.Convolution(spread, b_.Reverse(X(i, 1), cd.kernel_spatial), back, window);
+      return r->shape.dims == x.dims ? r : b_.Slice(r, starts, limits, strides);
+    });
+    Acc(i, 1, [&] {
+      // dw[f_in, f_out, t] = sum over batch and o of x_dilated_padded[o * stride + t *
+      // window_dilation] g[o]: a convolution of x with g as the kernel, the batch contracted,
+      // g's taps o * stride (window dilation = stride) and w's taps t (stride = window
+      // dilation); the output can run past the kernel size, so it is cut to it.
+      std::vector<WindowDim> window(n);
+      std::vector<int64_t> starts(w.rank(), 0), limits = w.dims;
+      for (size_t d = 0; d < n; ++d) {
+        const WindowDim& wd = i.window[d];
+        window[d] = {i.shape.dims[cd.output_spatial[d]], wd.window_dilation, wd.pad_low,
+                     wd.pad_high, wd.base_dilation, wd.stride};
+      }
+      ConvDims back;
+      back.input_batch = cd.input_feature;
+      back.input_feature = cd.input_batch;
+      back.input_spatial = cd.input_spatial;
+      back.kernel_input_feature = cd.output_batch;
+      back.kernel_output_feature = cd.output_feature;
+      back.kernel_spatial = cd.output_spatial;
+      back.output_batch = cd.kernel_input_feature;
+      back.output_feature = cd.kernel_output_feature;
+      back.output_spatial = cd.kernel_spatial;
+      Instruction* r = b_.Convolution(X(i, 0), g_, back, window);
+      return r->shape.dims == w.dims ? r : b_.Slice(r, starts, limits);
+    });
+  }
+
   void HandleReduce(const Instruction& i) override {
     const Shape& x = i.operand(0)->shape;
     std::vector<int64_t> kept;

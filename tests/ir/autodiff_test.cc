@@ -148,6 +148,32 @@ TEST_CASE("dot rules match finite differences, with batch and contracting dims a
   CheckGradients(*e, {0, 1});
 }
 
+TEST_CASE("convolution: input and filter gradients match finite differences") {
+  // 2D, b01f / 01io -> b01f. Dim 0: window 2, stride 2, padding 1 and 1 (7 padded rows leave one
+  // unread past the last window: the filter gradient's convolution runs past the kernel and is
+  // cut). Dim 1: window 3 with window dilation 2 over an input with base dilation 2, padded high.
+  auto m = Program({{2, 5, 6, 3}, {2, 3, 3, 4}}, [&](Builder& b, std::vector<Instruction*>& p) {
+    ConvDims cd;
+    cd.input_batch = 0, cd.input_feature = 3, cd.input_spatial = {1, 2};
+    cd.kernel_input_feature = 2, cd.kernel_output_feature = 3, cd.kernel_spatial = {0, 1};
+    cd.output_batch = 0, cd.output_feature = 3, cd.output_spatial = {1, 2};
+    std::vector<WindowDim> w = {{2, 2, 1, 1, 1, 1}, {3, 1, 0, 1, 2, 2}};
+    return Weighted(b, b.Tanh(b.Convolution(p[0], p[1], cd, w)));
+  });
+  CheckGradients(*m, {0, 1});
+  // 1D with every role somewhere else: input fb0 [2,3,7], kernel o0i [4,3,2], output 0fb;
+  // stride 3, negative low padding (a cropped input), window dilation 2.
+  auto n = Program({{2, 3, 7}, {4, 3, 2}}, [&](Builder& b, std::vector<Instruction*>& p) {
+    ConvDims cd;
+    cd.input_batch = 1, cd.input_feature = 0, cd.input_spatial = {2};
+    cd.kernel_input_feature = 2, cd.kernel_output_feature = 0, cd.kernel_spatial = {1};
+    cd.output_batch = 2, cd.output_feature = 1, cd.output_spatial = {0};
+    std::vector<WindowDim> w = {{3, 3, -1, 2, 1, 2}};
+    return Weighted(b, b.Convolution(p[0], p[1], cd, w));
+  });
+  CheckGradients(*n, {0, 1});
+}
+
 TEST_CASE("reductions, scans and windows match finite differences") {
   auto m = Program({{3, 5}}, [&](Builder& b, std::vector<Instruction*>& p) {
     Instruction* x = p[0];
@@ -302,6 +328,15 @@ TEST_CASE("bad requests name what is wrong") {
                        Error);
   CHECK_THROWS_WITH_AS(Differentiate(*m, {"p0", "p0"}), doctest::Contains("named twice"), Error);
   CHECK_THROWS_WITH_AS(Differentiate(*m, {"p0"}), doctest::Contains("no gradient rule for %sort"), Error);
+  auto grouped = Program({{1, 4, 5}, {2, 2, 4}}, [&](Builder& b, std::vector<Instruction*>& p) {
+    ConvDims cd;  // bf0 / io0 -> bf0, two feature groups
+    cd.input_batch = 0, cd.input_feature = 1, cd.input_spatial = {2};
+    cd.kernel_input_feature = 0, cd.kernel_output_feature = 1, cd.kernel_spatial = {2};
+    cd.output_batch = 0, cd.output_feature = 1, cd.output_spatial = {2};
+    return SumAll(b, b.Convolution(p[0], p[1], cd, {WindowDim{4, 1, 0, 0, 1, 1}}, 2));
+  });
+  CHECK_THROWS_WITH_AS(Differentiate(*grouped, {"p1"}),
+                       doctest::Contains("(convolution): feature_group_count > 1"), Error);
   CHECK_THROWS_WITH_AS(Differentiate(*m, {"p0"}, "multiply"),
                        doctest::Contains("is f32[2], not an f32 or bf16 scalar"), Error);
   CHECK_THROWS_WITH_AS(Differentiate(*m, {"p0"}, "zzz"), doctest::Contains("loss 'zzz' names no instruction"),
