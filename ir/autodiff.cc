@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 #include <unordered_map>
 #include <unordered_set>
@@ -501,7 +502,11 @@ class Vjp : public ConstVisitor<void> {
     });
   }
   void HandleReduceWindow(const Instruction& i) override {
-    if (i.reduce_kind != ReduceKind::kAdd) NoRule(i, "only reduce-window add is differentiable");
+    if (i.reduce_kind == ReduceKind::kMax || i.reduce_kind == ReduceKind::kMin) {
+      WindowExtremum(i);
+      return;
+    }
+    if (i.reduce_kind != ReduceKind::kAdd) NoRule(i, "only add, max and min windows are differentiable");
     // Each input element gets the adjoints of the windows that cover it: g dilated by the
     // stride and padded so that a stride-1 window of the same size and dilation, slid over it,
     // lands on exactly those (the transposed convolution of XLA's and JAX's rule).
@@ -527,6 +532,71 @@ class Vjp : public ConstVisitor<void> {
       return r->shape.dims == in ? r : b_.Slice(r, starts, limits, strides);
     });
   }
+  // reduce-window max / min (max pooling): each window's adjoint goes to the elements equal
+  // to its result, split equally among ties (as reduce max). One term per window tap: the
+  // elements that tap reads in every window (a strided slice of the padded input), compared
+  // with the result, and the masked adjoint placed back where that tap reads (interior padding
+  // by the stride); the taps' terms summed, then the padding and base dilation undone.
+  void WindowExtremum(const Instruction& i) {
+    Acc(i, 0, [&] {
+      const Shape& x = i.operand(0)->shape;
+      const int64_t r = x.rank();
+      std::vector<PadDim> in_pad(r);
+      std::vector<int64_t> padded(r), taps(r);
+      int64_t total_taps = 1;
+      for (int64_t d = 0; d < r; ++d) {
+        const WindowDim& w = i.window[d];
+        if (w.pad_low < 0 || w.pad_high < 0) NoRule(i, "negative padding of a max / min window");
+        in_pad[d] = {w.pad_low, w.pad_high, w.base_dilation - 1};
+        padded[d] = (x.dims[d] - 1) * w.base_dilation + 1 + w.pad_low + w.pad_high;
+        taps[d] = w.size;
+        total_taps *= w.size;
+      }
+      // Padding never wins: the lowest (max) or highest (min) value.
+      const double fill = i.reduce_kind == ReduceKind::kMax ? -std::numeric_limits<double>::infinity()
+                                                           : std::numeric_limits<double>::infinity();
+      Instruction* xp = b_.Pad(X(i, 0), b_.ConstantScalar(x.dtype, fill), in_pad);
+      std::vector<Instruction*> masks;
+      std::vector<std::vector<int64_t>> offsets;
+      std::vector<int64_t> tap(r, 0);
+      for (int64_t t = 0; t < total_taps; ++t) {
+        std::vector<int64_t> starts(r), limits(r), strides(r);
+        for (int64_t d = 0; d < r; ++d) {
+          const WindowDim& w = i.window[d];
+          starts[d] = tap[d] * w.window_dilation;
+          limits[d] = starts[d] + (i.shape.dims[d] - 1) * w.stride + 1;
+          strides[d] = w.stride;
+        }
+        Instruction* read = b_.Slice(xp, starts, limits, strides);
+        masks.push_back(b_.Convert(b_.Compare(read, Y(i), Comparison::kEq), i.shape.dtype));
+        offsets.push_back(starts);
+        for (int64_t d = r - 1; d >= 0 && ++tap[d] == taps[d]; --d) tap[d] = 0;
+      }
+      Instruction* count = masks[0];
+      for (size_t t = 1; t < masks.size(); ++t) count = b_.Add(count, masks[t]);
+      Instruction* share = b_.Div(g_, count);  // count >= 1: the result is one of the taps
+      Instruction* sum = nullptr;
+      for (size_t t = 0; t < masks.size(); ++t) {
+        std::vector<PadDim> place(r);
+        for (int64_t d = 0; d < r; ++d) {
+          const int64_t end = offsets[t][d] + (i.shape.dims[d] - 1) * i.window[d].stride + 1;
+          place[d] = {offsets[t][d], padded[d] - end, i.window[d].stride - 1};
+        }
+        Instruction* term =
+            b_.Pad(b_.Mul(share, masks[t]), b_.ConstantScalar(i.shape.dtype, 0.0), place);
+        sum = sum == nullptr ? term : b_.Add(sum, term);
+      }
+      std::vector<int64_t> starts(r), limits(r), strides(r);
+      for (int64_t d = 0; d < r; ++d) {
+        const WindowDim& w = i.window[d];
+        starts[d] = w.pad_low;
+        limits[d] = w.pad_low + (x.dims[d] - 1) * w.base_dilation + 1;
+        strides[d] = w.base_dilation;
+      }
+      return sum->shape.dims == x.dims ? sum : b_.Slice(sum, starts, limits, strides);
+    });
+  }
+
   void HandleTopK(const Instruction& i) override {
     // values[..., j] = x[..., idx[..., j]]: dx[..., m] = sum over j with idx[..., j] == m of g.
     if (adj_.elements.empty() || adj_.elements[0] == nullptr) return;

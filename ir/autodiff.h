@@ -19,9 +19,9 @@
 //    a backward loop runs the iterations in reverse, recomputes the body from the saved values
 //    and applies the body's vector-Jacobian product (one forward recomputation of each
 //    iteration, GShard's and Lingvo's per-layer rematerialisation of a repeated layer).
-// An op with no rule (a collective, a manual region, sort, reduce-window max, a convolution with
-// feature_group_count > 1) is an error that names the op and the instruction, never a silent
-// zero.
+// An op with no rule (a collective, a manual region, sort, a convolution with
+// feature_group_count > 1, a max / min window with negative padding) is an error that names the
+// op and the instruction, never a silent zero.
 
 #include <memory>
 #include <string>

@@ -194,6 +194,26 @@ TEST_CASE("reductions, scans and windows match finite differences") {
   CheckGradients(*m, {0});
 }
 
+TEST_CASE("max and min windows (pooling) match finite differences") {
+  // Random arguments have no ties, and a +-1e-2 step moves no element past another in a window
+  // unless two lie within 1e-2: the rule's mask is then what a difference sees.
+  auto m = Program({{5, 7}}, [&](Builder& b, std::vector<Instruction*>& p) {
+    std::vector<WindowDim> pool = {{2, 2, 0, 1, 1, 1}, {3, 2, 1, 1, 1, 1}};  // 2x3 max pool, stride 2
+    std::vector<WindowDim> dil = {{2, 1, 0, 0, 2, 1}, {2, 1, 0, 0, 1, 2}};  // base and window dilation
+    return b.Add(Weighted(b, b.ReduceWindow(p[0], pool, ReduceKind::kMax)),
+                 Weighted(b, b.ReduceWindow(b.Tanh(p[0]), dil, ReduceKind::kMin)));
+  });
+  CheckGradients(*m, {0}, 4);
+  // Ties split equally: stride-1 windows of 2 over [1, 1, 1] (y = [1, 1], loss y0 + y1) give
+  // each window's adjoint 1/2 to each of its two elements: dx = [1/2, 1/2 + 1/2, 1/2].
+  auto t = Program({{3}}, [&](Builder& b, std::vector<Instruction*>& p) {
+    return SumAll(b, b.ReduceWindow(p[0], {WindowDim{2, 1, 0, 0, 1, 1}}, ReduceKind::kMax));
+  });
+  const Literal g =
+      Interpret(*Differentiate(*t, {"p0"}), {Literal(Shape(DType::kF32, {3}), {1, 1, 1})});
+  CHECK(g.elements[1].values == std::vector<double>{0.5, 1, 0.5});
+}
+
 TEST_CASE("softmax cross-entropy and top-k match finite differences") {
   auto m = Program({{4, 6}, {6, 5}}, [&](Builder& b, std::vector<Instruction*>& p) {
     Instruction* logits = b.Dot(p[0], p[1], DotDims{{}, {}, {1}, {0}});  // [4,5]
