@@ -75,6 +75,25 @@ int64_t Module::InstructionCount() const {
   return n;
 }
 
+Instruction* Computation::InsertAfter(const Instruction* after,
+                                      std::unique_ptr<Instruction> instr) {
+  auto at = std::find_if(instructions_.begin(), instructions_.end(),
+                         [&](const std::unique_ptr<Instruction>& i) { return i.get() == after; });
+  if (at == instructions_.end()) {
+    throw Error("computation " + name_ + ": InsertAfter: the instruction is not here");
+  }
+  Instruction* root = this->root();
+  instr->parent = this;
+  if (instr->name.empty() || !parent_->ReserveName(instr->name)) {
+    instr->name = parent_->UniqueName(instr->name.empty() ? std::string(OpcodeName(instr->opcode))
+                                                          : instr->name);
+  }
+  Instruction* added = instr.get();
+  instructions_.insert(at + 1, std::move(instr));
+  root_ = root;
+  return added;
+}
+
 void Computation::RemoveDeadInstructions() {
   Instruction* r = root();
   if (r == nullptr) return;

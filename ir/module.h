@@ -27,6 +27,9 @@ class Computation {
   Instruction* Add(std::unique_ptr<Instruction> instr);
   // Appends an instruction whose name the module has already reserved (Module::UniqueName).
   Instruction* AppendNamed(std::unique_ptr<Instruction> instr);
+  // As Add, but placed right after `after` (an instruction of this computation) instead of
+  // last; the root does not change.
+  Instruction* InsertAfter(const Instruction* after, std::unique_ptr<Instruction> instr);
 
   const std::vector<std::unique_ptr<Instruction>>& instructions() const { return instructions_; }
   Instruction* root() const;

@@ -1,5 +1,6 @@
 #include "partitioner/annotations.h"
 
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -216,6 +217,66 @@ std::unordered_set<const Instruction*> ManualRegion(const ir::Module& module) {
     }
   }
   return region;
+}
+
+bool IsolateRegionPartitionIds(ir::Module& module) {
+  const std::unordered_set<const Instruction*> region = ManualRegion(module);
+  if (region.empty()) return false;
+  bool changed = false;
+  for (const auto& comp : module.computations()) {
+    // Id values: outside the region, computed from partition-id and constants alone.
+    std::unordered_set<const Instruction*> pure, id;
+    std::vector<Instruction*> order;
+    for (const auto& owned : comp->instructions()) {
+      Instruction* x = owned.get();
+      if (region.count(x) || x->opcode == ir::Opcode::kParameter || x->body != nullptr) continue;
+      bool all_pure = true, from_id = x->opcode == ir::Opcode::kPartitionId;
+      for (const Instruction* o : x->operands) {
+        all_pure = all_pure && pure.count(o) > 0;
+        from_id = from_id || id.count(o) > 0;
+      }
+      if (!all_pure) continue;
+      pure.insert(x);
+      if (from_id) {
+        id.insert(x);
+        order.push_back(x);
+      }
+    }
+    // Clones of the id values the region reads, and of what they are computed from.
+    std::unordered_map<const Instruction*, Instruction*> clone;
+    std::function<Instruction*(Instruction*)> region_copy = [&](Instruction* x) -> Instruction* {
+      if (!id.count(x)) return x;  // a constant: the same everywhere
+      auto it = clone.find(x);
+      if (it != clone.end()) return it->second;
+      std::vector<Instruction*> ops;
+      for (Instruction* o : x->operands) ops.push_back(region_copy(o));
+      auto c = std::make_unique<Instruction>(*x);
+      c->name = x->name + ".manual";
+      c->operands = ops;
+      c->sharding.reset();
+      // After x and after its cloned operands (each placed right after its original, which
+      // precedes x).
+      Instruction* added = comp->InsertAfter(x, std::move(c));
+      clone[x] = added;
+      changed = true;
+      return added;
+    };
+    for (const auto& owned : comp->instructions()) {
+      Instruction* u = owned.get();
+      if (!region.count(u) || u->opcode == ir::Opcode::kAutoToManual) continue;
+      for (Instruction*& o : u->operands) {
+        if (!id.count(o)) continue;
+        // Only when the auto program reads it too; otherwise ManualRegion already takes it in.
+        bool read_outside = o == comp->root();
+        for (const auto& other : comp->instructions()) {
+          if (region.count(other.get())) continue;
+          for (const Instruction* oo : other->operands) read_outside = read_outside || oo == o;
+        }
+        if (read_outside) o = region_copy(o);
+      }
+    }
+  }
+  return changed;
 }
 
 void ValidateShardings(const ir::Module& module, int64_t num_devices) {

@@ -63,6 +63,15 @@ ir::Instruction* ManualToAuto(ir::Builder& b, ir::Instruction* y, const ir::Shar
 // arithmetic; outside a region partition-id is 0, the program being written for one device).
 std::unordered_set<const ir::Instruction*> ManualRegion(const ir::Module& module);
 
+// Makes partition-id mean the same to a manual region whatever else reads it: inside a region
+// it is the partition's id, outside it is 0 (the auto program is written for one device), so a
+// value computed from partition-id alone (no parameter) that both the region and the auto
+// program read is cloned for the region (right after the original), and the region reads the
+// clone. Without this, adding an unrelated outside use would move the shared value out of the
+// region (ManualRegion keeps only values the region alone reads) and change what the region
+// computes. PropagateShardings runs it first; returns whether anything was cloned.
+bool IsolateRegionPartitionIds(ir::Module& module);
+
 // Checks every sharding in the module against a mesh of `num_devices` devices (>= 1), before
 // anything else runs: tile rank matches the shape; tile dims >= 1 and their product equals the
 // device count listed; no dim (and no sharding) split into more parts than devices; devices

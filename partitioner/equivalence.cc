@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "ir/interpreter.h"
+#include "partitioner/annotations.h"
 #include "partitioner/tile_layout.h"
 
 namespace podsim::partitioner {
@@ -116,14 +117,26 @@ double ReductionsFeeding(const Instruction* root) {
 }
 
 // The unpartitioned result. A module with a manual region is per-partition code there: it runs
-// on every partition in lockstep, each with the whole arguments (the results then agree).
+// on every partition in lockstep, each with the whole arguments (the results then agree), with
+// partition-id the partition's inside the region and 0 outside, as the partitioner reads it
+// (IsolateRegionPartitionIds).
 Literal Reference(const ir::Module& global, const std::vector<Literal>& args, int64_t n) {
   bool manual = false;
   for (const auto& c : global.computations()) {
     for (const auto& i : c->instructions()) manual = manual || i->opcode == Opcode::kAutoToManual;
   }
   if (!manual) return ir::Interpret(global, args);
-  return ir::InterpretSpmd(global, std::vector<std::vector<Literal>>(n, args), n)[0];
+  std::unique_ptr<ir::Module> m = global.Clone();
+  IsolateRegionPartitionIds(*m);
+  const std::unordered_set<const Instruction*> region = ManualRegion(*m);
+  for (const auto& c : m->computations()) {
+    for (const auto& i : c->instructions()) {
+      if (i->opcode != Opcode::kPartitionId || region.count(i.get())) continue;
+      i->opcode = Opcode::kConstant;
+      i->literal = Literal::Scalar(DType::kS32, 0);
+    }
+  }
+  return ir::InterpretSpmd(*m, std::vector<std::vector<Literal>>(n, args), n)[0];
 }
 
 }  // namespace

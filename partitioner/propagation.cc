@@ -453,6 +453,7 @@ class Propagator {
 
 bool PropagateShardings(ir::Module& module, int64_t num_devices,
                         const PropagationOptions& options) {
+  IsolateRegionPartitionIds(module);
   if (options.validate) ValidateShardings(module, num_devices);
   return Propagator(module, options).Run();
 }

@@ -77,6 +77,40 @@ TEST_CASE("manual region: {manual} inside, copied as written, numerically equal"
   }
 }
 
+TEST_CASE("manual region: partition-id is the device's inside, 0 outside, whatever else reads it") {
+  // One partition-id read by the region (each block scaled by its partition's id + 1) and, with
+  // `outside`, also by the auto program (a scalar output). Inside the region it is the
+  // partition's id, outside 0 (the program is written for one device): the outside read must
+  // neither change the region's result nor be reported as a mismatch.
+  for (bool outside : {false, true}) {
+    CAPTURE(outside);
+    auto m = std::make_unique<ir::Module>("pid");
+    ir::Builder b(m->AddComputation("main", true));
+    Instruction* x = Split(b.Parameter(0, Shape(DType::kF32, {8, 6}), "x"), 0, 4);
+    Instruction* id = b.PartitionId();
+    Instruction* enter = AutoToManual(b, x, Sharding::TiledIota({4, 1}));
+    Instruction* scale = b.Add(b.Convert(id, DType::kF32), b.ConstantScalar(DType::kF32, 1));
+    Instruction* leave = ManualToAuto(
+        b, b.Mul(enter, b.BroadcastScalar(scale, enter->shape.dims)), Sharding::TiledIota({4, 1}),
+        {8, 6});
+    if (outside) b.Tuple({leave, b.Convert(id, DType::kF32)});
+    PropagateShardings(*m, 4);
+    PartitionResult p = testing::Partition(*m, 4);
+    testing::CheckNumerics(*m, p);
+    const std::vector<ir::Literal> args = ir::RandomArguments(*m, 3);
+    const std::vector<ir::Literal> got =
+        ir::InterpretSpmd(*p.module, ShardArguments(p, args), 4);
+    for (int64_t q = 0; q < 4; ++q) {
+      const ir::Literal& block = outside ? got[q].elements[0] : got[q];
+      for (int64_t k = 0; k < 12; ++k) {  // rows 2q, 2q+1 of x, scaled by q + 1
+        CHECK(block.values[k] ==
+              static_cast<float>(args[0].values[q * 12 + k] * static_cast<double>(q + 1)));
+      }
+      if (outside) CHECK(got[q].elements[1].values[0] == 0);
+    }
+  }
+}
+
 TEST_CASE("manual region: a loop inside is copied with its body") {
   Region r;
   ir::Builder& b = r.b;
