@@ -4,9 +4,11 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "base/error.h"
+#include "ir/builder.h"
 #include "ir/interpreter.h"
 #include "partitioner/annotations.h"
 #include "partitioner/tile_layout.h"
@@ -116,16 +118,85 @@ double ReductionsFeeding(const Instruction* root) {
   return n;
 }
 
+// For each float reduction of the entry (not inside loops or manual regions), the largest
+// value of the same reduction over the operands' absolute values: a bound on every partial sum
+// any split of it can form (a sum's rounding error is at most u times the sum of its terms'
+// magnitudes). Empty for a module with a manual region (its reference is a lockstep run).
+std::unordered_map<const Instruction*, double> PartialSumScales(const ir::Module& global,
+                                                               const std::vector<Literal>& args,
+                                                               bool manual) {
+  std::unordered_map<const Instruction*, double> scales;
+  if (manual) return scales;
+  std::unique_ptr<ir::Module> m = global.Clone();
+  ir::Computation* entry = m->entry();
+  std::vector<const Instruction*> sources;  // in global
+  std::vector<Instruction*> maxima;
+  ir::Builder b(entry);
+  const auto& gi = global.entry()->instructions();
+  const size_t n = entry->instructions().size();
+  for (size_t k = 0; k < n; ++k) {
+    Instruction* r = entry->instructions()[k].get();
+    if (!IsReduction(r->opcode) || r->shape.is_tuple ||
+        (r->shape.dtype != DType::kF32 && r->shape.dtype != DType::kBF16) ||
+        (r->opcode == Opcode::kReduce && r->reduce_kind != ir::ReduceKind::kAdd) ||
+        (r->opcode == Opcode::kReduceWindow && r->reduce_kind != ir::ReduceKind::kAdd)) {
+      continue;
+    }
+    auto copy = std::make_unique<Instruction>(*r);
+    copy->name.clear();
+    copy->sharding.reset();
+    for (Instruction*& o : copy->operands) {
+      if (o->shape.dtype == DType::kF32 || o->shape.dtype == DType::kBF16) o = b.Abs(o);
+    }
+    Instruction* abs_sum = b.Add(std::move(copy), /*infer_shape=*/false);
+    std::vector<int64_t> all(static_cast<size_t>(abs_sum->shape.rank()));
+    for (size_t d = 0; d < all.size(); ++d) all[d] = static_cast<int64_t>(d);
+    maxima.push_back(all.empty() ? abs_sum : b.Reduce(abs_sum, all, ir::ReduceKind::kMax));
+    sources.push_back(gi[k].get());
+  }
+  if (maxima.empty()) return scales;
+  entry->set_root(b.Tuple(maxima));
+  m->RemoveDeadCode();
+  const Literal values = ir::Interpret(*m, args);
+  for (size_t k = 0; k < sources.size(); ++k) {
+    const double v = values.elements[k].values.at(0);
+    scales[sources[k]] = std::isfinite(v) ? v : 0;
+  }
+  return scales;
+}
+
+// The largest partial-sum scale of the reductions in the operand cone of `root`.
+double PartialScaleFeeding(const Instruction* root,
+                           const std::unordered_map<const Instruction*, double>& scales) {
+  std::unordered_set<const Instruction*> seen;
+  std::vector<const Instruction*> stack = {root};
+  double s = 0;
+  while (!stack.empty()) {
+    const Instruction* i = stack.back();
+    stack.pop_back();
+    if (!seen.insert(i).second) continue;
+    const auto it = scales.find(i);
+    if (it != scales.end()) s = std::max(s, it->second);
+    for (const Instruction* o : i->operands) stack.push_back(o);
+  }
+  return s;
+}
+
+bool HasManualRegion(const ir::Module& global) {
+  for (const auto& c : global.computations()) {
+    for (const auto& i : c->instructions()) {
+      if (i->opcode == Opcode::kAutoToManual) return true;
+    }
+  }
+  return false;
+}
+
 // The unpartitioned result. A module with a manual region is per-partition code there: it runs
 // on every partition in lockstep, each with the whole arguments (the results then agree), with
 // partition-id the partition's inside the region and 0 outside, as the partitioner reads it
 // (IsolateRegionPartitionIds).
 Literal Reference(const ir::Module& global, const std::vector<Literal>& args, int64_t n) {
-  bool manual = false;
-  for (const auto& c : global.computations()) {
-    for (const auto& i : c->instructions()) manual = manual || i->opcode == Opcode::kAutoToManual;
-  }
-  if (!manual) return ir::Interpret(global, args);
+  if (!HasManualRegion(global)) return ir::Interpret(global, args);
   std::unique_ptr<ir::Module> m = global.Clone();
   IsolateRegionPartitionIds(*m);
   const std::unordered_set<const Instruction*> region = ManualRegion(*m);
@@ -210,6 +281,8 @@ EquivalenceReport CompareOutputs(const ir::Module& global, const PartitionResult
                 std::to_string(n) + " partitions");
   }
   const Literal expected = Reference(global, args, n);
+  const std::unordered_map<const Instruction*, double> partial_scales =
+      PartialSumScales(global, args, HasManualRegion(global));
   const Instruction* root = global.entry()->root();
   const bool tuple = root->shape.is_tuple;
   EquivalenceReport report;
@@ -233,6 +306,7 @@ EquivalenceReport CompareOutputs(const ir::Module& global, const PartitionResult
     }
     const Instruction* source = tuple && root->opcode == Opcode::kTuple ? root->operands[k] : root;
     const double reductions = ReductionsFeeding(source);
+    scale = std::max(scale, PartialScaleFeeding(source, partial_scales));
     c.tolerance = options.tolerance_factor * UnitRoundoff(want.shape.dtype) *
                   static_cast<double>(n) * reductions * (1 + scale);
     report.outputs.push_back(std::move(c));

@@ -5,12 +5,15 @@
 // between any partition's shard (replicas included) and the matching part of the unpartitioned
 // result. `podsim check` and the property tests use it.
 //
-// Tolerance, per output of dtype t (max |expected| over the output = M):
+// Tolerance, per output of dtype t:
 //   s32, pred: 0. Integer arithmetic wraps and is associative, so partial sums recombine
 //     exactly (outputs that depend on float comparisons, e.g. argmax of a partitioned dot, can
 //     still differ on near-ties; the harness does not excuse that).
 //   f32, bf16: factor * u(t) * D * R * (1 + M), where u is the unit roundoff (2^-24 for f32,
-//     2^-8 for bf16), D the partition count and R the number of reductions (dot, convolution,
+//     2^-8 for bf16), M the larger of max |expected| and the largest partial sum a split
+//     reduction feeding the output can form (the reduction re-run over its operands' absolute
+//     values: split sums of 1e7 that cancel to 1 round at 1e7's scale, not 1's), D the
+//     partition count and R the number of reductions (dot, convolution,
 //     reduce, reduce-window, cumsum) the output depends on. Partitioning changes rounding only
 //     where a reduction is split: each of up to D partial results is rounded to t once more
 //     before they are combined, which adds at most about D * u times the magnitude of the

@@ -362,5 +362,24 @@ TEST_CASE("check tolerance: a split sum in a loop inside a loop is held to its r
   CHECK(report.ok());
 }
 
+TEST_CASE("check tolerance: split sums that cancel are held to their own scale") {
+  // sum(concat(x * 1e7, x - x * 1e7)) = sum(x), of order 1, from partial sums of order 1e7 when
+  // the 16 elements are split 4 ways (two partitions hold +1e7 x, two -1e7 x): the partials
+  // round at 1e7 * 2^-24 ~ 0.6, so a tolerance scaled by the output (~1) would fail on
+  // rounding alone. The partial-sum scale is sum |terms| <= 16 * 1e7 (|x| < 1, 16 terms).
+  const int64_t d = 4;
+  testing::SpmdFixture f("cancel");
+  auto* x = f.Param(0, {8}, kRep);
+  auto* big = f.b.Mul(x, f.b.BroadcastScalar(f.b.ConstantScalar(DType::kF32, 1e7), {8}));
+  auto* both = With(f.b.Concatenate({big, f.b.Sub(x, big)}, 0), Split(1, 0, d));
+  With(f.b.Reduce(both, {0}, ir::ReduceKind::kAdd), kRep);
+  PartitionResult r = testing::Partition(*f.m, d);
+  const EquivalenceReport report = CompareSpmd(*f.m, r, ir::RandomArguments(*f.m, 2));
+  REQUIRE(report.outputs.size() == 1);
+  CHECK(report.outputs[0].tolerance > 8 * std::ldexp(1.0, -24) * d * 1e6);
+  CHECK(report.outputs[0].tolerance <= 8 * std::ldexp(1.0, -24) * d * (1 + 16e7));
+  CHECK(report.ok());
+}
+
 }  // namespace
 }  // namespace podsim::partitioner
