@@ -261,18 +261,21 @@ bool IsolateRegionPartitionIds(ir::Module& module) {
       changed = true;
       return added;
     };
+    // Only values the auto program reads too need a clone; ManualRegion takes in the others.
+    std::unordered_set<const Instruction*> read_outside = {comp->root()};
     for (const auto& owned : comp->instructions()) {
-      Instruction* u = owned.get();
-      if (!region.count(u) || u->opcode == ir::Opcode::kAutoToManual) continue;
+      if (region.count(owned.get())) continue;
+      for (const Instruction* o : owned->operands) read_outside.insert(o);
+    }
+    std::vector<Instruction*> users;
+    for (const auto& owned : comp->instructions()) {
+      if (region.count(owned.get()) && owned->opcode != ir::Opcode::kAutoToManual) {
+        users.push_back(owned.get());
+      }
+    }
+    for (Instruction* u : users) {
       for (Instruction*& o : u->operands) {
-        if (!id.count(o)) continue;
-        // Only when the auto program reads it too; otherwise ManualRegion already takes it in.
-        bool read_outside = o == comp->root();
-        for (const auto& other : comp->instructions()) {
-          if (region.count(other.get())) continue;
-          for (const Instruction* oo : other->operands) read_outside = read_outside || oo == o;
-        }
-        if (read_outside) o = region_copy(o);
+        if (id.count(o) && read_outside.count(o)) o = region_copy(o);
       }
     }
   }
