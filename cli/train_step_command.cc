@@ -32,7 +32,8 @@ constexpr const char* kUsage =
     "--config: {\"model\": {sizes as in an experiment's model}, \"loss\": {\"vocab_size\": V,\n"
     "\"aux_loss_coefficient\": k}, \"optimizer\": {\"kind\": \"adafactor\"|\"adam\"|\"sgd\", ...}}\n"
     "(docs/training.md). Default: the paper's sizes on D cores (G = E = D), V = 32000;\n"
-    "--toy: G = E = D, S = 8, M = 16, H = 32, 2 heads of 8, V = 32 (for podsim check).\n";
+    "--toy: G = E = max(D, 2), S = 8, M = 16, H = 32, 2 heads of 8, V = 32 (for podsim\n"
+    "check).\n";
 
 }  // namespace
 
