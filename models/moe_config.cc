@@ -4,6 +4,7 @@
 
 #include "base/config.h"
 #include "ir/dtype.h"
+#include "models/gshard_model.h"
 #include "models/moe_transformer.h"
 
 namespace podsim::models {
@@ -38,6 +39,46 @@ nlohmann::json MoeLayerConfig::ToJson() const {
           {"moe_layer_attention", moe_layer_attention},
           {"dtype", std::string(ir::DTypeName(dtype))},
           {"num_devices", num_devices}};
+}
+
+GShardModelConfig GShardModelConfig::FromJson(const nlohmann::json& json, const std::string& path,
+                                              GShardModelConfig base) {
+  JsonReader check(json, path);  // an object, or a ConfigError naming path
+  (void)check;
+  // The model's own keys are read here, the rest as the layer's (which rejects unknown ones).
+  nlohmann::json own = nlohmann::json::object(), layer = json;
+  for (const char* key : {"num_layers", "moe_every", "source_vocab", "target_vocab", "dropout",
+                          "weight_dtype"}) {
+    if (layer.contains(key)) {
+      own[key] = layer[key];
+      layer.erase(key);
+    }
+  }
+  JsonReader m(own, path);
+  GShardModelConfig& c = base;
+  c.num_layers = m.Int("num_layers", c.num_layers, Limit::AtLeast(2));
+  c.moe_every = m.Int("moe_every", c.moe_every, Limit::AtLeast(1));
+  c.source_vocab = m.Int("source_vocab", c.source_vocab, Limit::AtLeast(1));
+  c.target_vocab = m.Int("target_vocab", c.target_vocab, Limit::AtLeast(1));
+  c.dropout = m.Double("dropout", c.dropout, Limit::NonNegative());
+  if (c.dropout >= 1) m.Fail("dropout", "must be below 1, got " + std::to_string(c.dropout));
+  if (m.Has("weight_dtype")) c.weight_dtype = ir::ParseDType(m.Choice("weight_dtype", {"f32", "bf16"}));
+  m.Finish();
+  c.layer = MoeLayerConfig::FromJson(layer, path, c.layer);
+  return c;
+}
+
+nlohmann::json GShardModelConfig::ToJson() const {
+  nlohmann::json j = layer.ToJson();
+  j.erase("moe_layer_attention");
+  j["num_layers"] = num_layers;
+  j["moe_every"] = moe_every;
+  j["source_vocab"] = source_vocab;
+  j["target_vocab"] = target_vocab;
+  j["dropout"] = dropout;
+  j["aux_loss_coefficient"] = aux_loss_coefficient;
+  j["weight_dtype"] = std::string(ir::DTypeName(weight_dtype));
+  return j;
 }
 
 }  // namespace podsim::models

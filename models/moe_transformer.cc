@@ -124,37 +124,62 @@ void ValidateMoeConfig(const MoeLayerConfig& c) {
   }
 }
 
-Instruction* AddSelfAttention(Builder& b, Instruction* x, int64_t* next_parameter,
-                              const MoeLayerConfig& c) {
+Instruction* AddAttentionCore(Builder& b, Instruction* queries, Instruction* memory,
+                              const AttentionWeights& w, const MoeLayerConfig& c, bool causal) {
   const int64_t g = c.num_groups, s = c.tokens_per_group, m = c.d_model;
   const int64_t n = c.num_heads, k = c.head_dim, l = c.seq_len, seqs = s / l;
   Instruction *q, *key, *value;
   {
     Builder::ScopeGuard scope(b, std::string(kScopeProjections));
-    auto project = [&](const char* name) {
-      Instruction* w = Replicated(AddParameter(b, next_parameter, {m, n, k}, c.dtype, name), c);
-      return b.Einsum("GSM,MNK->GSNK", x, w);
-    };
-    q = project("attention_wq");
-    key = project("attention_wk");
-    value = project("attention_wv");
+    q = b.Einsum("GSM,MNK->GSNK", queries, w.wq);
+    key = b.Einsum("GSM,MNK->GSNK", memory, w.wk);
+    value = b.Einsum("GSM,MNK->GSNK", memory, w.wv);
   }
   Instruction* context;
   {
     Builder::ScopeGuard scope(b, std::string(kScopeAttention));
     const std::vector<int64_t> seq_dims = {g, seqs, l, n, k};
     auto sequences = [&](Instruction* t) { return b.Reshape(t, seq_dims); };
-    Instruction* scale = b.ConstantScalar(c.dtype, 1.0 / std::sqrt(static_cast<double>(k)));
+    const DType dtype = queries->shape.dtype;
+    Instruction* scale = b.ConstantScalar(dtype, 1.0 / std::sqrt(static_cast<double>(k)));
     Instruction* q_seq = b.Mul(sequences(q), b.BroadcastScalar(scale, seq_dims));
     Instruction* logits = b.Einsum("GBLNK,GBTNK->GBNLT", q_seq, sequences(key));
+    if (causal) {
+      // Query position l sees key positions t <= l. The others get a logit of -1e9: its
+      // exponential after the max subtraction is exactly 0 in f32 and bf16.
+      const Shape square(DType::kS32, {l, l});
+      Instruction* visible =
+          b.Compare(b.Iota(square, 0), b.Iota(square, 1), ir::Comparison::kGe);
+      const std::vector<int64_t> dims = logits->shape.dims;
+      Instruction* hidden = b.BroadcastScalar(b.ConstantScalar(dtype, -1e9), dims);
+      logits = b.Select(b.Broadcast(visible, dims, {3, 4}), logits, hidden);
+    }
     Instruction* probs = Named(AddSoftmaxLastDim(b, logits), "attention_probs");
     context = b.Einsum("GBNLT,GBTNK->GBNLK", probs, sequences(value));
   }
   Builder::ScopeGuard scope(b, std::string(kScopeProjections));
-  Instruction* wo =
-      Replicated(AddParameter(b, next_parameter, {n, k, m}, c.dtype, "attention_wo"), c);
-  Instruction* out = b.Reshape(b.Einsum("GBNLK,NKM->GBLM", context, wo), {g, s, m});
-  return Named(b.Add(x, out), "attention_residual");
+  return b.Reshape(b.Einsum("GBNLK,NKM->GBLM", context, w.wo), {g, s, m});
+}
+
+Instruction* AddSelfAttention(Builder& b, Instruction* x, int64_t* next_parameter,
+                              const MoeLayerConfig& c) {
+  const int64_t m = c.d_model, n = c.num_heads, k = c.head_dim;
+  AttentionWeights w;
+  Builder::ScopeGuard scope(b, std::string(kScopeProjections));
+  auto weight = [&](std::vector<int64_t> dims, const char* name) {
+    return Replicated(AddParameter(b, next_parameter, std::move(dims), c.dtype, name), c);
+  };
+  w.wq = weight({m, n, k}, "attention_wq");
+  w.wk = weight({m, n, k}, "attention_wk");
+  w.wv = weight({m, n, k}, "attention_wv");
+  w.wo = weight({n, k, m}, "attention_wo");
+  return Named(b.Add(x, AddAttentionCore(b, x, x, w, c, /*causal=*/false)), "attention_residual");
+}
+
+Instruction* AddFfnCore(Builder& b, Instruction* x, Instruction* wi, Instruction* wo) {
+  Builder::ScopeGuard scope(b, std::string(kScopeTransformerFfn));
+  Instruction* hidden = Named(Relu(b, b.Einsum("GSM,MH->GSH", x, wi)), "ffn_hidden");
+  return b.Einsum("GSH,HM->GSM", hidden, wo);
 }
 
 Instruction* AddDenseFfn(Builder& b, Instruction* x, int64_t* next_parameter,
@@ -164,39 +189,43 @@ Instruction* AddDenseFfn(Builder& b, Instruction* x, int64_t* next_parameter,
       Replicated(AddParameter(b, next_parameter, {c.d_model, c.d_ff}, c.dtype, "ffn_wi"), c);
   Instruction* wo =
       Replicated(AddParameter(b, next_parameter, {c.d_ff, c.d_model}, c.dtype, "ffn_wo"), c);
-  Instruction* hidden = Named(Relu(b, b.Einsum("GSM,MH->GSH", x, wi)), "ffn_hidden");
-  return Named(b.Add(x, b.Einsum("GSH,HM->GSM", hidden, wo)), "ffn_residual");
+  return Named(b.Add(x, AddFfnCore(b, x, wi, wo)), "ffn_residual");
 }
 
 Instruction* AddMoeFfn(Builder& b, Instruction* inputs, int64_t* next_parameter,
                        const MoeLayerConfig& c, Instruction** aux_loss) {
-  const int64_t d = c.num_devices;
-  const bool annotate_experts = c.annotate && c.annotate_experts;
-  if (c.annotate) partitioner::Split(inputs, 0, d);
-  Instruction *wg, *wi, *wo;
+  MoeWeights w;
   {
     Builder::ScopeGuard scope(b, std::string(kScopeGateEinsums));
-    wg = Replicated(AddParameter(b, next_parameter, {c.d_model, c.num_experts}, c.dtype, "wg"), c);
+    w.wg = Replicated(AddParameter(b, next_parameter, {c.d_model, c.num_experts}, c.dtype, "wg"), c);
   }
   {
     Builder::ScopeGuard scope(b, std::string(kScopeMoeFfn));
-    wi = AddParameter(b, next_parameter, {c.num_experts, c.d_model, c.d_ff}, c.dtype, "wi");
-    wo = AddParameter(b, next_parameter, {c.num_experts, c.d_ff, c.d_model}, c.dtype, "wo");
-    if (annotate_experts) {
-      partitioner::Split(wi, 0, d);
-      partitioner::Split(wo, 0, d);
-    }
+    w.wi = AddParameter(b, next_parameter, {c.num_experts, c.d_model, c.d_ff}, c.dtype, "wi");
+    w.wo = AddParameter(b, next_parameter, {c.num_experts, c.d_ff, c.d_model}, c.dtype, "wo");
+  }
+  return AddMoeCore(b, inputs, w, c, aux_loss);
+}
+
+Instruction* AddMoeCore(Builder& b, Instruction* inputs, const MoeWeights& w,
+                        const MoeLayerConfig& c, Instruction** aux_loss) {
+  const int64_t d = c.num_devices;
+  const bool annotate_experts = c.annotate && c.annotate_experts;
+  if (c.annotate) partitioner::Split(inputs, 0, d);
+  if (annotate_experts) {
+    partitioner::Split(w.wi, 0, d);
+    partitioner::Split(w.wo, 0, d);
   }
   Top2GatingResult gating;
   {
     Builder::ScopeGuard scope(b, std::string(kScopeGateEinsums));
-    Instruction* logits = Named(b.Einsum("GSM,ME->GSE", inputs, wg), "gating_logits");
-    if (c.dtype != DType::kF32) logits = b.Convert(logits, DType::kF32);
+    Instruction* logits = Named(b.Einsum("GSM,ME->GSE", inputs, w.wg), "gating_logits");
+    if (logits->shape.dtype != DType::kF32) logits = b.Convert(logits, DType::kF32);
     Instruction* gates = Named(AddSoftmaxLastDim(b, logits), "gates");
     Top2GatingOptions options;
     options.capacity = ExpertCapacity(c);
     options.seed = c.seed;
-    options.dtype = c.dtype;
+    options.dtype = inputs->shape.dtype;
     options.aux_loss = aux_loss != nullptr;
     gating = AddTop2Gating(b, gates, options);
     if (aux_loss) *aux_loss = gating.aux_loss;
@@ -218,8 +247,8 @@ Instruction* AddMoeFfn(Builder& b, Instruction* inputs, int64_t* next_parameter,
   {
     Builder::ScopeGuard scope(b, std::string(kScopeMoeFfn));
     Instruction* hidden =
-        Named(Relu(b, b.Einsum("EGCM,EMH->EGCH", dispatched, wi)), "expert_hidden");
-    expert_major = b.Einsum("EGCH,EHM->EGCM", hidden, wo);
+        Named(Relu(b, b.Einsum("EGCM,EMH->EGCH", dispatched, w.wi)), "expert_hidden");
+    expert_major = b.Einsum("EGCH,EHM->EGCM", hidden, w.wo);
   }
   Instruction* expert_outputs;
   {

@@ -147,6 +147,34 @@ std::unique_ptr<ir::Module> BuildMoeLayerPair(const MoeLayerConfig& config);
 // of the config are not used.
 std::unique_ptr<ir::Module> BuildMoeLayer(const MoeLayerConfig& config);
 
+// Cores of the blocks, on weights the caller provides (parameters, or slices of stacked weights
+// in a layer loop), all in `queries`' / `x`'s / `inputs`' element type. Scopes as above.
+struct AttentionWeights {
+  ir::Instruction* wq = nullptr;  // [M,N,K]
+  ir::Instruction* wk = nullptr;  // [M,N,K]
+  ir::Instruction* wv = nullptr;  // [M,N,K]
+  ir::Instruction* wo = nullptr;  // [N,K,M]
+};
+// Multi-head attention of `queries` [G,S,M] over `memory` [G,S,M] (the same instruction for
+// self-attention), per sequence of seq_len tokens; `causal` hides later positions (decoder
+// self-attention). Returns the output projection [G,S,M], without residual.
+ir::Instruction* AddAttentionCore(ir::Builder& b, ir::Instruction* queries,
+                                  ir::Instruction* memory, const AttentionWeights& w,
+                                  const MoeLayerConfig& config, bool causal);
+// relu(x wi) wo, without residual.
+ir::Instruction* AddFfnCore(ir::Builder& b, ir::Instruction* x, ir::Instruction* wi,
+                            ir::Instruction* wo);
+struct MoeWeights {
+  ir::Instruction* wg = nullptr;  // [M,E]
+  ir::Instruction* wi = nullptr;  // [E,M,H]
+  ir::Instruction* wo = nullptr;  // [E,H,M]
+};
+// Algorithm 2 on `inputs` [G,S,M] with the annotations above (wi / wo split on E when
+// annotate_experts); returns outputs [G,S,M] without residual. With `aux_loss`, also the
+// gating's auxiliary loss.
+ir::Instruction* AddMoeCore(ir::Builder& b, ir::Instruction* inputs, const MoeWeights& w,
+                            const MoeLayerConfig& config, ir::Instruction** aux_loss = nullptr);
+
 // Building blocks, for other model builders. Each adds its parameters, numbered from
 // *next_parameter (advanced past them), to the builder's computation and sets the scopes above.
 // Self-attention with q/k/v/output projections; returns x + attention(x).

@@ -71,7 +71,9 @@ nlohmann::json OptimizerConfig::ToJson() const {
 
 namespace {
 
-bool Factored(const Shape& s) { return s.rank() >= 2; }
+// Whether a weight of shape `s` whose first `layer_dims` dims index layers gets factored
+// statistics: each layer's slice is a matrix or more.
+bool Factored(const Shape& s, int64_t layer_dims) { return s.rank() - layer_dims >= 2; }
 
 // `s` with tensor dim `d` removed, when `s` does not split that dim; nullopt otherwise (or when
 // there is no sharding): the partitioner's propagation then chooses.
@@ -116,14 +118,24 @@ struct F32 {
     Instruction* sum = b.Reduce(x, {dim}, ReduceKind::kAdd);
     return b.Div(sum, Fill(static_cast<double>(x->shape.dims[dim]), sum->shape));
   }
-  // sqrt(mean(x^2)) over every element: a scalar.
-  Instruction* Rms(Instruction* x) {
+  // sqrt(mean(x^2)) over every element of each layer's slice (the dims from `layer_dims` on):
+  // a scalar, or [layers...].
+  Instruction* Rms(Instruction* x, int64_t layer_dims) {
     Instruction* sq = b.Mul(x, x);
-    if (x->shape.rank() == 0) return b.Sqrt(sq);
-    std::vector<int64_t> all(x->shape.rank());
-    std::iota(all.begin(), all.end(), 0);
-    Instruction* sum = b.Reduce(sq, all, ReduceKind::kAdd);
-    return b.Sqrt(b.Div(sum, Scalar(static_cast<double>(x->shape.NumElements()))));
+    if (x->shape.rank() == layer_dims) return b.Sqrt(sq);
+    std::vector<int64_t> slice(static_cast<size_t>(x->shape.rank() - layer_dims));
+    std::iota(slice.begin(), slice.end(), layer_dims);
+    Instruction* sum = b.Reduce(sq, slice, ReduceKind::kAdd);
+    double count = 1;
+    for (int64_t d : slice) count *= static_cast<double>(x->shape.dims[d]);
+    return b.Sqrt(b.Div(sum, Fill(count, sum->shape)));
+  }
+  // A per-layer value ([layers...] or a scalar) broadcast over `like`.
+  Instruction* PerLayer(Instruction* v, const Shape& like) {
+    if (v->shape.rank() == 0) return Fill(v, like);
+    std::vector<int64_t> dims(static_cast<size_t>(v->shape.rank()));
+    std::iota(dims.begin(), dims.end(), 0);
+    return b.Broadcast(v, like.dims, dims);
   }
 };
 
@@ -149,7 +161,8 @@ void CheckState(const std::vector<Instruction*>& state, const std::vector<Optimi
 
 std::vector<OptimizerSlot> OptimizerSlots(const OptimizerConfig& config, const std::string& name,
                                           const Shape& shape,
-                                          const std::optional<Sharding>& sharding) {
+                                          const std::optional<Sharding>& sharding,
+                                          int64_t layer_dims) {
   const Shape f32(DType::kF32, shape.dims);
   // Second moments: means of squares, so >= 0; [0, 1) covers gradients of order 1.
   const std::pair<double, double> kMoment = {0.0, 1.0};
@@ -162,7 +175,11 @@ std::vector<OptimizerSlot> OptimizerSlots(const OptimizerConfig& config, const s
     case OptimizerKind::kAdafactor:
       break;
   }
-  if (!Factored(shape)) return {{name + ".adafactor_v", f32, sharding, kMoment}};
+  if (layer_dims < 0 || layer_dims > shape.rank()) {
+    throw Error("optimizer: %" + name + " " + shape.ToString() + " cannot have " +
+                std::to_string(layer_dims) + " layer dims");
+  }
+  if (!Factored(shape, layer_dims)) return {{name + ".adafactor_v", f32, sharding, kMoment}};
   const int64_t r = shape.rank();
   return {{name + ".adafactor_row", Shape(DType::kF32, Without(shape.dims, r - 1)),
            DropDim(sharding, r - 1), kMoment},
@@ -172,7 +189,8 @@ std::vector<OptimizerSlot> OptimizerSlots(const OptimizerConfig& config, const s
 
 OptimizerUpdate AddOptimizerUpdate(Builder& b, const OptimizerConfig& config,
                                    Instruction* parameter, Instruction* gradient,
-                                   const std::vector<Instruction*>& state, Instruction* step) {
+                                   const std::vector<Instruction*>& state, Instruction* step,
+                                   int64_t layer_dims) {
   if (gradient->shape.dims != parameter->shape.dims) {
     throw Error("optimizer: gradient %" + gradient->name + " " + gradient->shape.ToString() +
                 " does not match parameter %" + parameter->name + " " +
@@ -182,7 +200,9 @@ OptimizerUpdate AddOptimizerUpdate(Builder& b, const OptimizerConfig& config,
     throw Error("optimizer: the step %" + step->name + " must be s32[], got " +
                 step->shape.ToString());
   }
-  CheckState(state, OptimizerSlots(config, parameter->name, parameter->shape, parameter->sharding),
+  CheckState(state,
+             OptimizerSlots(config, parameter->name, parameter->shape, parameter->sharding,
+                            layer_dims),
              parameter);
   Builder::ScopeGuard scope(b, "optimizer/" + parameter->name);
   F32 f{b};
@@ -220,7 +240,7 @@ OptimizerUpdate AddOptimizerUpdate(Builder& b, const OptimizerConfig& config,
                                b.Rsqrt(b.Max(step, f.Scalar(config.warmup_steps))));
       Instruction* g2 = b.Add(b.Mul(g, g), f.Fill(config.epsilon1, s));
       Instruction* v;
-      if (Factored(s)) {
+      if (Factored(s, layer_dims)) {
         const int64_t r = s.rank();
         Instruction* row = f.Ema(beta2, state[0], f.MeanOver(g2, r - 1));  // [.., R]
         Instruction* col = f.Ema(beta2, state[1], f.MeanOver(g2, r - 2));  // [.., C]
@@ -235,12 +255,15 @@ OptimizerUpdate AddOptimizerUpdate(Builder& b, const OptimizerConfig& config,
         out.state = {v};
       }
       Instruction* u = b.Mul(g, b.Rsqrt(v));
-      // Update clipping: U / max(1, RMS(U) / d).
-      Instruction* clip =
-          b.Max(f.Scalar(1), b.Div(f.Rms(u), f.Scalar(config.clipping_threshold)));
-      u = b.Div(u, f.Fill(clip, s));
-      Instruction* alpha = b.Mul(rho, b.Max(f.Scalar(config.epsilon2), f.Rms(x)));
-      delta = b.Mul(f.Fill(alpha, s), u);
+      // Update clipping: U / max(1, RMS(U) / d), per layer.
+      Instruction* rms_u = f.Rms(u, layer_dims);
+      Instruction* clip = b.Max(f.Fill(1, rms_u->shape),
+                                b.Div(rms_u, f.Fill(config.clipping_threshold, rms_u->shape)));
+      u = b.Div(u, f.PerLayer(clip, s));
+      Instruction* rms_x = f.Rms(x, layer_dims);
+      Instruction* alpha =
+          b.Mul(f.Fill(rho, rms_x->shape), b.Max(f.Fill(config.epsilon2, rms_x->shape), rms_x));
+      delta = b.Mul(f.PerLayer(alpha, s), u);
       break;
     }
   }

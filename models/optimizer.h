@@ -76,10 +76,15 @@ struct OptimizerSlot {
   std::optional<std::pair<double, double>> range;
 };
 
-// The state `config` keeps for a parameter of `shape` named `name` with `sharding`.
+// The state `config` keeps for a parameter of `shape` named `name` with `sharding`. The first
+// `layer_dims` dims of a stacked weight (the [R, ...] weights of a layer loop) index layers:
+// each layer's slice is treated as its own weight, as a framework that keeps one variable per
+// layer does (Adafactor factors a slice that is a matrix or more, and takes RMS and clipping
+// per slice).
 std::vector<OptimizerSlot> OptimizerSlots(const OptimizerConfig& config, const std::string& name,
                                           const ir::Shape& shape,
-                                          const std::optional<ir::Sharding>& sharding);
+                                          const std::optional<ir::Sharding>& sharding,
+                                          int64_t layer_dims = 0);
 
 struct OptimizerUpdate {
   ir::Instruction* parameter = nullptr;  // the updated parameter, of the parameter's type
@@ -92,6 +97,6 @@ struct OptimizerUpdate {
 OptimizerUpdate AddOptimizerUpdate(ir::Builder& b, const OptimizerConfig& config,
                                    ir::Instruction* parameter, ir::Instruction* gradient,
                                    const std::vector<ir::Instruction*>& state,
-                                   ir::Instruction* step);
+                                   ir::Instruction* step, int64_t layer_dims = 0);
 
 }  // namespace podsim::models

@@ -1,5 +1,7 @@
 #include "models/training_step.h"
 
+#include <algorithm>
+
 #include "base/error.h"
 #include "ir/autodiff.h"
 #include "ir/builder.h"
@@ -25,7 +27,8 @@ std::vector<std::string> FloatParameters(const ir::Module& module) {
 TrainingStep BuildTrainingStep(const ir::Module& loss_module,
                                const std::vector<std::string>& trainable,
                                const OptimizerConfig& optimizer, int64_t num_partitions,
-                               const std::string& loss) {
+                               const std::string& loss,
+                               const std::set<std::string>& layer_stacked) {
   TrainingStep out;
   out.trainable = trainable;
   if (num_partitions > 0) {
@@ -46,6 +49,14 @@ TrainingStep BuildTrainingStep(const ir::Module& loss_module,
     }
     throw Error("training step: no parameter '" + name + "'");  // Differentiate checked already
   };
+  auto layer_dims = [&](const std::string& name) -> int64_t {
+    return layer_stacked.count(name) ? 1 : 0;
+  };
+  for (const std::string& name : layer_stacked) {
+    if (std::find(trainable.begin(), trainable.end(), name) == trainable.end()) {
+      throw Error("training step: layer-stacked weight '" + name + "' is not trained");
+    }
+  }
   ir::Builder b(entry);
   int64_t number = out.num_model_parameters;
   // State parameters, then the step.
@@ -53,7 +64,8 @@ TrainingStep BuildTrainingStep(const ir::Module& loss_module,
   for (size_t k = 0; k < trainable.size(); ++k) {
     const Instruction* p = find(trainable[k]);
     Builder::ScopeGuard scope(b, "optimizer/" + p->name);
-    for (OptimizerSlot& slot : OptimizerSlots(optimizer, p->name, p->shape, p->sharding)) {
+    for (OptimizerSlot& slot :
+         OptimizerSlots(optimizer, p->name, p->shape, p->sharding, layer_dims(p->name))) {
       Instruction* s = b.Parameter(number++, slot.shape, slot.name);
       s->sharding = slot.sharding;
       s->argument_range = slot.range;
@@ -71,7 +83,8 @@ TrainingStep BuildTrainingStep(const ir::Module& loss_module,
   std::vector<Instruction*> new_state;
   for (size_t k = 0; k < trainable.size(); ++k) {
     Instruction* p = find(trainable[k]);
-    OptimizerUpdate u = AddOptimizerUpdate(b, optimizer, p, grads->operands[1 + k], state[k], step);
+    OptimizerUpdate u = AddOptimizerUpdate(b, optimizer, p, grads->operands[1 + k], state[k], step,
+                                           layer_dims(p->name));
     if (p->sharding && !u.parameter->sharding) u.parameter->sharding = p->sharding;
     results.push_back(u.parameter);
     for (size_t j = 0; j < u.state.size(); ++j) {

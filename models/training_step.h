@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -48,10 +49,13 @@ struct TrainingStep {
 // pass's layout (the two AllToAlls of an MoE layer come back as two, and a replicated weight's
 // gradient is one AllReduce of its partial sums), as an SPMD training step is. Throws
 // podsim::Error naming the parameter or instruction at fault (ir::Differentiate's errors).
+// `layer_stacked` names trainable weights whose dim 0 indexes the layers of a layer loop: the
+// optimizer treats each layer's slice as its own weight (OptimizerSlots' layer_dims = 1).
 TrainingStep BuildTrainingStep(const ir::Module& loss_module,
                                const std::vector<std::string>& trainable,
                                const OptimizerConfig& optimizer, int64_t num_partitions = 0,
-                               const std::string& loss = "");
+                               const std::string& loss = "",
+                               const std::set<std::string>& layer_stacked = {});
 
 // The names of the module's float (f32, bf16) entry parameters, in parameter order: what a model
 // trains by default (token ids and labels are integers).

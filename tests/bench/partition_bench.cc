@@ -7,8 +7,9 @@
 //
 //   ninja -C build partition_bench && build/tests/partition_bench
 //
-// BM_TrainingStep: the 36-layer training step (18 layer pairs; loss = mean square of the
-// stack's output; Adafactor), built by propagating the annotations, differentiating and adding
+// BM_TrainingStep: the training step of the whole MoE(E = D, 36L) model at the paper's sizes
+// (models/gshard_model.h: encoder-decoder, layer loops over stacked weights, cross-entropy plus
+// auxiliary loss; Adafactor), built by propagating the annotations, differentiating and adding
 // the update (models::BuildTrainingStep), then partitioned: the whole cost of getting a training
 // step's SPMD program, which must also not depend on D.
 //
@@ -18,8 +19,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
+#include <string>
 
-#include "ir/builder.h"
+#include "models/gshard_model.h"
 #include "models/moe_stack.h"
 #include "models/training_step.h"
 #include "models/moe_transformer.h"
@@ -72,24 +75,15 @@ void BM_MpmdPartition(benchmark::State& state) {
 }
 BENCHMARK(BM_MpmdPartition)->RangeMultiplier(4)->Range(16, 256)->Unit(benchmark::kMillisecond);
 
-// The 36-layer stack with a scalar loss: mean of the squared output.
-std::unique_ptr<ir::Module> StackLoss(int64_t d) {
-  std::unique_ptr<ir::Module> m = models::BuildMoeStack(models::PaperMoeConfig(d), 18);
-  ir::Builder b(m->entry());
-  ir::Instruction* out = m->entry()->root();
-  ir::Instruction* sum = b.Reduce(b.Mul(out, out), {0, 1, 2}, ir::ReduceKind::kAdd);
-  m->entry()->set_root(b.Div(
-      sum, b.ConstantScalar(out->shape.dtype, static_cast<double>(out->shape.NumElements()))));
-  return m;
-}
-
 void BM_TrainingStep(benchmark::State& state) {
   const int64_t d = state.range(0);
-  const std::unique_ptr<ir::Module> loss = StackLoss(d);
+  std::set<std::string> stacked;
+  const std::unique_ptr<ir::Module> loss =
+      models::BuildGShardModelLoss(models::PaperModelConfig(d, 36), &stacked);
   int64_t instructions = 0;
   for (auto _ : state) {
     models::TrainingStep step = models::BuildTrainingStep(
-        *loss, models::FloatParameters(*loss), models::OptimizerConfig{}, d);
+        *loss, models::FloatParameters(*loss), models::OptimizerConfig{}, d, "", stacked);
     partitioner::PartitionResult r = partitioner::PropagateAndPartition(*step.module, d);
     instructions = r.module->InstructionCount();
     benchmark::DoNotOptimize(r.module.get());

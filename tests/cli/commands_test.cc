@@ -68,6 +68,20 @@ TEST_CASE("train-step: the emitted module passes podsim check and simulate --che
   std::filesystem::remove(file);
 }
 
+TEST_CASE("train-step --layers: the whole encoder-decoder model's step passes podsim check") {
+  const std::string file =
+      (std::filesystem::temp_directory_path() / "podsim_train_step_model_test.hlo").string();
+  std::string out;
+  REQUIRE(Run(TrainStepCommand, {"--toy", "--layers", "2", "--devices", "4", "-o", file}, &out) ==
+          0);
+  // 34 weights (tests/models/gshard_model_test.cc): 1 + 34 + 34 + 2 x 20 + 14 outputs.
+  CHECK(Run(CheckCommand, {file, "--mesh", "2x2", "--seed", "3"}, &out) == 0);
+  CHECK(out.find("ok: 123 output(s) within tolerance") != std::string::npos);
+  CHECK_THROWS_WITH_AS(Run(TrainStepCommand, {"--toy", "--layers", "3"}, &out),
+                       doctest::Contains("model.num_layers"), Error);
+  std::filesystem::remove(file);
+}
+
 TEST_CASE("simulate --json: results.json on standard output") {
   std::string out;
   REQUIRE(Run(SimulateCommand, {kMoeLayer, "--topology", "tpu-v3-8", "--mesh", "4", "--json"},

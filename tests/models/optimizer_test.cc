@@ -94,7 +94,8 @@ std::vector<double> ReferenceAdafactor(const std::vector<int64_t>& dims,
 
 // A module computing one update: parameters x, g, the state, step; root tuple(x', state'...).
 std::unique_ptr<ir::Module> UpdateModule(const OptimizerConfig& c, const Shape& shape,
-                                         const std::optional<Sharding>& sharding = {}) {
+                                         const std::optional<Sharding>& sharding = {},
+                                         int64_t layer_dims = 0) {
   auto m = std::make_unique<ir::Module>("update");
   ir::Builder b(m->AddComputation("main", true));
   ir::Instruction* x = b.Parameter(0, shape, "w");
@@ -102,11 +103,11 @@ std::unique_ptr<ir::Module> UpdateModule(const OptimizerConfig& c, const Shape& 
   ir::Instruction* g = b.Parameter(1, Shape(DType::kF32, shape.dims), "g");
   std::vector<ir::Instruction*> state;
   int64_t k = 2;
-  for (const OptimizerSlot& s : OptimizerSlots(c, "w", shape, sharding)) {
+  for (const OptimizerSlot& s : OptimizerSlots(c, "w", shape, sharding, layer_dims)) {
     state.push_back(b.Parameter(k++, s.shape, s.name));
   }
   ir::Instruction* step = b.Parameter(k, Shape(DType::kS32, {}), "step");
-  OptimizerUpdate u = AddOptimizerUpdate(b, c, x, g, state, step);
+  OptimizerUpdate u = AddOptimizerUpdate(b, c, x, g, state, step, layer_dims);
   std::vector<ir::Instruction*> out = {u.parameter};
   out.insert(out.end(), u.state.begin(), u.state.end());
   b.Tuple(out);
@@ -167,6 +168,67 @@ TEST_CASE("adafactor: factored matrix update equals the reference, with clipping
   // t = 50,000: beta2 at its 0.99 cap and rho = 1/sqrt(50,000) (past the 10,000-step warmup);
   // large state keeps RMS(U) < 1: no clipping.
   CheckAdafactor({3, 4}, 50000, 50, 60, /*expect_clipped=*/false);
+}
+
+// A layer loop's stacked weight [R, ...] (layer_dims = 1): each layer's slice updated as its own
+// weight, against the reference run on each slice alone. Layer 1's gradient is 10x layer 0's
+// and the layers' weights have different RMS, so whole-stack statistics, RMS or clipping would
+// give other values.
+void CheckLayerStacked(const std::vector<int64_t>& layer_shape, double t) {
+  OptimizerConfig c;
+  std::vector<int64_t> dims = layer_shape;
+  dims.insert(dims.begin(), 2);
+  const Shape shape(DType::kF32, dims);
+  auto m = UpdateModule(c, shape, {}, /*layer_dims=*/1);
+  const int64_t n = shape.NumElements(), half = n / 2;
+  std::vector<double> x = Random(n, 1, -1, 1), g = Random(n, 2, -2, 2);
+  for (int64_t i = half; i < n; ++i) {
+    g[i] *= 10;
+    x[i] = static_cast<float>(x[i] * 0.25);
+  }
+  std::vector<Literal> args = {Literal(shape, x), Literal(shape, g)};
+  std::vector<std::vector<double>> state;
+  for (const OptimizerSlot& s : OptimizerSlots(c, "w", shape, {}, 1)) {
+    CHECK(s.shape.dims.front() == 2);  // per-layer statistics
+    state.push_back(Random(s.shape.NumElements(), 3 + state.size(), 0, 0.1));
+    args.push_back(Literal(s.shape, state.back()));
+  }
+  args.push_back(Literal::Scalar(DType::kS32, t - 1));
+  const Literal got = ir::Interpret(*m, args);
+  for (int64_t layer = 0; layer < 2; ++layer) {
+    CAPTURE(layer);
+    auto part = [&](const std::vector<double>& v) {
+      const size_t len = v.size() / 2;
+      return std::vector<double>(v.begin() + layer * len, v.begin() + (layer + 1) * len);
+    };
+    std::vector<std::vector<double>> layer_state;
+    for (const auto& st : state) layer_state.push_back(part(st));
+    bool clipped = false;
+    const std::vector<double> xs = part(x);
+    const std::vector<double> want =
+        ReferenceAdafactor(layer_shape, xs, part(g), layer_state, t, c, &clipped);
+    const std::vector<double> have = part(got.elements[0].values);
+    std::vector<double> du_got(xs.size()), du_want(xs.size());
+    for (size_t i = 0; i < xs.size(); ++i) {
+      du_got[i] = have[i] - xs[i];
+      du_want[i] = want[i] - xs[i];
+    }
+    CHECK(Rms(du_want) > 0);
+    CHECK(MaxDiff(du_got, du_want) < kTol * (1e-2 + Rms(du_want)));
+    for (size_t k = 0; k < state.size(); ++k) {
+      CHECK(MaxDiff(part(got.elements[1 + k].values), layer_state[k]) < kTol * 4);
+    }
+  }
+}
+
+TEST_CASE("adafactor: a layer-stacked weight updates each layer's slice as its own weight") {
+  CheckLayerStacked({3, 4}, 2);  // [R, M, H]: factored per layer
+  CheckLayerStacked({5}, 3);     // [R, M] (LayerNorm scales): unfactored, not a matrix
+  OptimizerConfig c;
+  CHECK(OptimizerSlots(c, "w", Shape(DType::kF32, {2, 5}), {}, 1).size() == 1);
+  CHECK(OptimizerSlots(c, "w", Shape(DType::kF32, {2, 5}), {}, 0).size() == 2);
+  CHECK_THROWS_WITH_AS(OptimizerSlots(c, "w", Shape(DType::kF32, {2}), {}, 2),
+                       doctest::Contains("cannot have 2 layer dims"), Error);
 }
 
 TEST_CASE("adafactor: rank-3 (expert) weights keep per-expert statistics; vectors unfactored") {

@@ -1,0 +1,358 @@
+#include "models/gshard_model.h"
+
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "ir/builder.h"
+#include "ir/verifier.h"
+#include "models/moe_loss.h"
+#include "models/naming.h"
+#include "models/scopes.h"
+#include "partitioner/annotations.h"
+
+namespace podsim::models {
+
+using ir::Builder;
+using ir::DType;
+using ir::Instruction;
+using ir::ReduceKind;
+using ir::Shape;
+
+GShardModelConfig PaperModelConfig(int64_t num_experts, int64_t num_layers) {
+  GShardModelConfig c;
+  c.layer = PaperMoeConfig(num_experts);
+  c.layer.dtype = DType::kBF16;
+  c.num_layers = num_layers;
+  return c;
+}
+
+GShardModelConfig ToyModelConfig(int64_t num_devices) {
+  GShardModelConfig c;
+  c.layer = ToyMoeConfig();
+  c.layer.num_groups = c.layer.num_experts = std::max<int64_t>(2, num_devices);
+  c.layer.num_devices = num_devices;
+  c.num_layers = 2;
+  c.moe_every = 1;
+  c.source_vocab = 16;
+  c.target_vocab = 12;
+  return c;
+}
+
+void ValidateModelConfig(const GShardModelConfig& c) {
+  ValidateMoeConfig(c.layer);
+  auto fail = [](const std::string& field, const std::string& what) {
+    throw Error("model." + field + ": " + what);
+  };
+  if (c.num_layers < 2 || c.num_layers % 2 != 0) {
+    fail("num_layers", "must be even and >= 2 (encoder + decoder), got " +
+                           std::to_string(c.num_layers));
+  }
+  if (c.moe_every < 1 || (c.num_layers / 2) % c.moe_every != 0) {
+    fail("moe_every", "must be >= 1 and divide the " + std::to_string(c.num_layers / 2) +
+                          " layers of each side, got " + std::to_string(c.moe_every));
+  }
+  if (c.source_vocab < 1) fail("source_vocab", "must be >= 1");
+  if (c.target_vocab < 1) fail("target_vocab", "must be >= 1");
+  if (!(c.dropout >= 0 && c.dropout < 1)) fail("dropout", "must be in [0, 1)");
+  if (!(c.aux_loss_coefficient >= 0)) fail("aux_loss_coefficient", "must be >= 0");
+  if (c.weight_dtype != DType::kF32 && c.weight_dtype != DType::kBF16) {
+    fail("weight_dtype", "must be f32 or bf16");
+  }
+}
+
+namespace {
+
+enum class Side { kEncoder, kDecoder };
+
+// One stacked weight of a side: [R, dims...], split on its expert dim when it has one.
+struct Stack {
+  std::string name;           // "l1.wi"
+  std::vector<int64_t> dims;  // one layer's shape
+  bool expert = false;        // dims[0] is E
+};
+
+// The builder of one model: the config, the entry builder, the parameter counter.
+class ModelBuilder {
+ public:
+  ModelBuilder(const GShardModelConfig& c, ir::Module* m, std::set<std::string>* stacked)
+      : c_(c),
+        l_(c.layer),
+        m_(m),
+        b_(m->AddComputation("main", /*is_entry=*/true)),
+        stacked_(stacked) {}
+
+  Instruction* Build();
+
+ private:
+  Instruction* Param(const Shape& shape, const std::string& name) {
+    return b_.Parameter(next_parameter_++, shape, name);
+  }
+  Instruction* Weight(std::vector<int64_t> dims, const std::string& name) {
+    Instruction* w = Param(Shape(c_.weight_dtype, std::move(dims)), name);
+    return l_.annotate ? partitioner::Replicate(w) : w;
+  }
+  Instruction* SplitGroups(Instruction* x) {
+    return l_.annotate ? partitioner::Split(x, 0, l_.num_devices) : x;
+  }
+  std::vector<Stack> Stacks(Side side) const;
+  // The side's layer loop on x; returns its output (before the final LayerNorm) and adds its
+  // auxiliary loss to *aux.
+  Instruction* AddSide(Side side, Instruction* x, Instruction* memory, Instruction** aux);
+
+  const GShardModelConfig& c_;
+  const MoeLayerConfig& l_;
+  ir::Module* m_;
+  Builder b_;
+  std::set<std::string>* stacked_;
+  int64_t next_parameter_ = 0;
+};
+
+// LayerNorm over the last dim in f32: (x - mean) * rsqrt(var + 1e-6) * scale + bias, back in x's
+// element type. scale and bias are [M].
+Instruction* LayerNorm(Builder& b, Instruction* x, Instruction* scale, Instruction* bias) {
+  const std::vector<int64_t> dims = x->shape.dims;
+  const int64_t last = x->shape.rank() - 1;
+  std::vector<int64_t> lead(last);
+  for (int64_t d = 0; d < last; ++d) lead[d] = d;
+  const double width = static_cast<double>(dims.back());
+  Instruction* xf = x->shape.dtype == DType::kF32 ? x : b.Convert(x, DType::kF32);
+  auto mean = [&](Instruction* t) {
+    Instruction* sum = b.Reduce(t, {last}, ReduceKind::kAdd);
+    return b.Broadcast(b.Div(sum, b.BroadcastScalar(b.ConstantScalar(DType::kF32, width),
+                                                    sum->shape.dims)),
+                       dims, lead);
+  };
+  Instruction* centered = b.Sub(xf, mean(xf));
+  Instruction* var = mean(b.Mul(centered, centered));
+  Instruction* eps = b.BroadcastScalar(b.ConstantScalar(DType::kF32, 1e-6), dims);
+  Instruction* normed = b.Mul(centered, b.Rsqrt(b.Add(var, eps)));
+  auto row = [&](Instruction* v) {
+    if (v->shape.dtype != DType::kF32) v = b.Convert(v, DType::kF32);
+    return b.Broadcast(v, dims, {last});
+  };
+  Instruction* y = b.Add(b.Mul(normed, row(scale)), row(bias));
+  return x->shape.dtype == DType::kF32 ? y : b.Convert(y, x->shape.dtype);
+}
+
+// Inverted dropout at `rate`: x * (u >= rate) / (1 - rate), u uniform in [0,1). `site` picks
+// the random stream (seed); `index` (s32 scalar or null) and `count` place this draw in a
+// [count, ...] global tensor, so every layer iteration draws its own mask.
+Instruction* Dropout(Builder& b, Instruction* x, double rate, uint64_t site, Instruction* index,
+                     int64_t count) {
+  if (rate == 0) return x;
+  std::vector<int64_t> dims = x->shape.dims;
+  std::vector<int64_t> one = dims, global = dims;
+  one.insert(one.begin(), 1);
+  global.insert(global.begin(), count);
+  std::vector<Instruction*> offsets;
+  if (index != nullptr) {
+    offsets.push_back(index);
+    Instruction* zero = b.ConstantScalar(DType::kS32, 0);
+    for (size_t d = 0; d < dims.size(); ++d) offsets.push_back(zero);
+  }
+  Instruction* u = b.RandomUniform(Shape(DType::kF32, one), site, 0.0, 1.0, offsets,
+                                   index != nullptr ? global : std::vector<int64_t>{});
+  u = b.Reshape(u, dims);
+  Instruction* keep = b.Compare(u, b.BroadcastScalar(b.ConstantScalar(DType::kF32, rate), dims),
+                                ir::Comparison::kGe);
+  const DType t = x->shape.dtype;
+  Instruction* scaled = b.Mul(x, b.BroadcastScalar(b.ConstantScalar(t, 1.0 / (1.0 - rate)), dims));
+  return b.Select(keep, scaled, b.BroadcastScalar(b.ConstantScalar(t, 0), dims));
+}
+
+std::vector<Stack> ModelBuilder::Stacks(Side side) const {
+  const int64_t m = l_.d_model, h = l_.d_ff, e = l_.num_experts;
+  const int64_t n = l_.num_heads, k = l_.head_dim;
+  std::vector<Stack> stacks;
+  for (int64_t p = 0; p < c_.moe_every; ++p) {
+    const std::string l = "l" + std::to_string(p) + ".";
+    auto attention = [&](const std::string& prefix, const std::string& ln) {
+      stacks.push_back({l + ln + "_scale", {m}});
+      stacks.push_back({l + ln + "_bias", {m}});
+      for (const char* w : {"wq", "wk", "wv"}) stacks.push_back({l + prefix + w, {m, n, k}});
+      stacks.push_back({l + prefix + "wo", {n, k, m}});
+    };
+    attention("attention_", "ln_attention");
+    if (side == Side::kDecoder) attention("cross_", "ln_cross");
+    stacks.push_back({l + "ln_ffn_scale", {m}});
+    stacks.push_back({l + "ln_ffn_bias", {m}});
+    if (p + 1 < c_.moe_every) {
+      stacks.push_back({l + "ffn_wi", {m, h}});
+      stacks.push_back({l + "ffn_wo", {h, m}});
+    } else {
+      stacks.push_back({l + "wg", {m, e}});
+      stacks.push_back({l + "wi", {e, m, h}, true});
+      stacks.push_back({l + "wo", {e, h, m}, true});
+    }
+  }
+  return stacks;
+}
+
+Instruction* ModelBuilder::AddSide(Side side, Instruction* x, Instruction* memory,
+                                   Instruction** aux) {
+  const std::string side_name = side == Side::kEncoder ? "encoder" : "decoder";
+  const int64_t trips = c_.num_layers / 2 / c_.moe_every;
+  const std::vector<Stack> stacks = Stacks(side);
+  // Entry: the stacked weights.
+  std::vector<Instruction*> weights;
+  for (const Stack& s : stacks) {
+    std::vector<int64_t> dims = s.dims;
+    dims.insert(dims.begin(), trips);
+    Builder::ScopeGuard scope(b_, std::string(s.expert ? kScopeMoeFfn : kScopeProjections));
+    Instruction* w = Param(Shape(c_.weight_dtype, dims), side_name + "." + s.name);
+    if (l_.annotate) {
+      if (s.expert && l_.annotate_experts) {
+        partitioner::Split(w, 1, l_.num_devices);
+      } else if (!s.expert) {
+        partitioner::Replicate(w);
+      }
+    }
+    weights.push_back(w);
+    if (stacked_ != nullptr) stacked_->insert(w->name);
+  }
+  // The body: carried (x, aux, [memory], weights...).
+  ir::Computation* body = m_->AddComputation(side_name + "_layers");
+  Builder bb(body);
+  Instruction* t = bb.Parameter(0, Shape(DType::kS32, {}), "layer");
+  int64_t next = 1;
+  Instruction* bx = SplitGroups(bb.Parameter(next++, x->shape, "x"));
+  Instruction* baux = bb.Parameter(next++, Shape(DType::kF32, {}), "aux_loss");
+  Instruction* bmemory = nullptr;
+  if (memory != nullptr) bmemory = SplitGroups(bb.Parameter(next++, memory->shape, "memory"));
+  std::vector<Instruction*> stacked;
+  for (size_t k = 0; k < stacks.size(); ++k) {
+    stacked.push_back(bb.Parameter(next++, weights[k]->shape, stacks[k].name + ".stack"));
+  }
+  // The next weight: this iteration's row of its stack, cast to the activation dtype unless it
+  // is a LayerNorm's (LayerNorm runs in f32).
+  size_t k = 0;
+  auto take = [&](bool cast = true) {
+    const Stack& s = stacks[k];
+    Instruction* stack = stacked[k++];
+    std::vector<Instruction*> starts = {t};
+    std::vector<int64_t> sizes = {1};
+    Instruction* zero = bb.ConstantScalar(DType::kS32, 0);
+    for (int64_t d : s.dims) {
+      starts.push_back(zero);
+      sizes.push_back(d);
+    }
+    Instruction* w = bb.Reshape(bb.DynamicSlice(stack, starts, sizes), s.dims);
+    if (cast && w->shape.dtype != l_.dtype) w = bb.Convert(w, l_.dtype);
+    Named(w, s.name);
+    if (l_.annotate && !(s.expert && l_.annotate_experts)) partitioner::Replicate(w);
+    return w;
+  };
+  uint64_t site = (side == Side::kEncoder ? 1000 : 2000) + l_.seed * 10007;
+  auto attention_sublayer = [&](Instruction* in, Instruction* over, bool causal) {
+    Builder::ScopeGuard scope(bb, std::string(kScopeProjections));
+    Instruction* scale = take(false);
+    Instruction* bias = take(false);
+    AttentionWeights w;
+    w.wq = take();
+    w.wk = take();
+    w.wv = take();
+    w.wo = take();
+    Instruction* normed = LayerNorm(bb, in, scale, bias);
+    Instruction* out = AddAttentionCore(bb, normed, over ? over : normed, w, l_, causal);
+    return SplitGroups(bb.Add(in, Dropout(bb, out, c_.dropout, site++, t, trips)));
+  };
+  Instruction* h = bx;
+  Instruction* aux_sum = baux;
+  for (int64_t p = 0; p < c_.moe_every; ++p) {
+    h = attention_sublayer(h, nullptr, side == Side::kDecoder);
+    if (side == Side::kDecoder) h = attention_sublayer(h, bmemory, false);
+    if (p + 1 < c_.moe_every) {
+      Builder::ScopeGuard scope(bb, std::string(kScopeTransformerFfn));
+      Instruction* scale = take(false);
+      Instruction* bias = take(false);
+      Instruction* wi = take();
+      Instruction* wo = take();
+      Instruction* out = AddFfnCore(bb, LayerNorm(bb, h, scale, bias), wi, wo);
+      h = SplitGroups(bb.Add(h, Dropout(bb, out, c_.dropout, site++, t, trips)));
+    } else {
+      Builder::ScopeGuard scope(bb, std::string(kScopeGateEinsums));
+      Instruction* scale = take(false);
+      Instruction* bias = take(false);
+      MoeWeights w;
+      w.wg = take();
+      w.wi = take();
+      w.wo = take();
+      Instruction* layer_aux = nullptr;
+      Instruction* out = AddMoeCore(bb, LayerNorm(bb, h, scale, bias), w, l_, &layer_aux);
+      h = SplitGroups(bb.Add(h, out));
+      aux_sum = bb.Add(aux_sum, layer_aux);
+    }
+  }
+  std::vector<Instruction*> root = {h, aux_sum};
+  if (bmemory != nullptr) root.push_back(bmemory);
+  root.insert(root.end(), stacked.begin(), stacked.end());
+  body->set_root(bb.Tuple(root));
+  // The loop.
+  std::vector<Instruction*> init = {x, *aux};
+  if (memory != nullptr) init.push_back(memory);
+  init.insert(init.end(), weights.begin(), weights.end());
+  Instruction* loop = Named(b_.Loop(init, body, trips), side_name);
+  *aux = b_.GetTupleElement(loop, 1);
+  return SplitGroups(b_.GetTupleElement(loop, 0));
+}
+
+Instruction* ModelBuilder::Build() {
+  const int64_t g = l_.num_groups, s = l_.tokens_per_group, m = l_.d_model;
+  const Shape tokens(DType::kS32, {g, s});
+  Instruction *source, *target_inputs, *targets, *source_embedding, *target_embedding;
+  {
+    Builder::ScopeGuard scope(b_, "embedding");
+    source = SplitGroups(Param(tokens, "source_tokens"));
+    target_inputs = SplitGroups(Param(tokens, "target_inputs"));
+    targets = SplitGroups(Param(tokens, "targets"));
+    source->argument_range = {0, static_cast<double>(c_.source_vocab)};
+    target_inputs->argument_range = {0, static_cast<double>(c_.target_vocab)};
+    targets->argument_range = {0, static_cast<double>(c_.target_vocab)};
+    source_embedding = Weight({c_.source_vocab, m}, "source_embedding");
+    target_embedding = Weight({c_.target_vocab, m}, "target_embedding");
+  }
+  auto embed = [&](Instruction* table, Instruction* ids, uint64_t site, const char* name) {
+    Builder::ScopeGuard scope(b_, "embedding");
+    Instruction* x = b_.Gather(table, ids, 0);
+    if (x->shape.dtype != l_.dtype) x = b_.Convert(x, l_.dtype);
+    return Named(SplitGroups(Dropout(b_, x, c_.dropout, site, nullptr, 1)), name);
+  };
+  auto final_norm = [&](Instruction* x, const std::string& side) {
+    Builder::ScopeGuard scope(b_, "softmax");
+    Instruction* scale = Weight({m}, side + ".ln_final_scale");
+    Instruction* bias = Weight({m}, side + ".ln_final_bias");
+    return SplitGroups(LayerNorm(b_, x, scale, bias));
+  };
+  Instruction* aux = b_.ConstantScalar(DType::kF32, 0);
+  Instruction* encoded = embed(source_embedding, source, 10 + l_.seed * 10007, "source_embedded");
+  encoded = final_norm(AddSide(Side::kEncoder, encoded, nullptr, &aux), "encoder");
+  Instruction* decoded =
+      embed(target_embedding, target_inputs, 11 + l_.seed * 10007, "target_embedded");
+  decoded = final_norm(AddSide(Side::kDecoder, decoded, encoded, &aux), "decoder");
+  Builder::ScopeGuard scope(b_, "softmax");
+  Instruction* table = target_embedding;
+  if (table->shape.dtype != l_.dtype) table = b_.Convert(table, l_.dtype);
+  Instruction* logits = b_.Einsum("GSM,VM->GSV", decoded, table);
+  if (logits->shape.dtype != DType::kF32) logits = b_.Convert(logits, DType::kF32);
+  Named(SplitGroups(logits), "logits");
+  Instruction* nll = Named(AddSoftmaxCrossEntropy(b_, logits, targets), "nll");
+  Instruction* weighted = b_.Mul(b_.ConstantScalar(DType::kF32, c_.aux_loss_coefficient), aux);
+  return Named(b_.Add(nll, weighted), "loss");
+}
+
+}  // namespace
+
+std::unique_ptr<ir::Module> BuildGShardModelLoss(const GShardModelConfig& c,
+                                                 std::set<std::string>* layer_stacked) {
+  ValidateModelConfig(c);
+  auto module = std::make_unique<ir::Module>("gshard_moe_" + std::to_string(c.layer.num_experts) +
+                                             "e_" + std::to_string(c.num_layers) + "l");
+  if (layer_stacked != nullptr) layer_stacked->clear();
+  ModelBuilder builder(c, module.get(), layer_stacked);
+  module->entry()->set_root(builder.Build());
+  ir::Verify(*module);
+  return module;
+}
+
+}  // namespace podsim::models

@@ -1,0 +1,92 @@
+#pragma once
+// The whole GShard model (paper section 2, Lingvo's MoE Transformer) as one IR module whose root
+// is the training loss: an encoder-decoder Transformer in which every `moe_every`-th FFN, in the
+// encoder and in the decoder, is an MoE layer (Algorithm 2).
+//
+//   GShardModelConfig c = ToyModelConfig(/*num_devices=*/4);
+//   std::unique_ptr<ir::Module> loss = BuildGShardModelLoss(c);
+//   TrainingStep step = BuildTrainingStep(*loss, FloatParameters(*loss), {}, 4);
+//
+// Layers (pre-LayerNorm, as Lingvo's Transformer layers), per group of S tokens cut into
+// sequences of seq_len:
+//   encoder layer  x = x + Dropout(SelfAttention(LN(x)))
+//                  x = x + Dropout(Ffn(LN(x)))          or  x = x + MoeFfn(LN(x))
+//   decoder layer  y = y + Dropout(CausalSelfAttention(LN(y)))
+//                  y = y + Dropout(Attention(LN(y), over the encoder output))
+//                  y = y + Dropout(Ffn(LN(y)))          or  y = y + MoeFfn(LN(y))
+// (no dropout after an MoE FFN: Lingvo's default). Each side is L/2 layers, built as a counted
+// loop of (L/2)/moe_every iterations over stacked weights [R, ...] (R = iterations): one
+// iteration is moe_every layers, the last of them MoE. The program's size does not depend on L.
+// The loss: source tokens -> source embedding -> dropout -> encoder -> LN; target inputs ->
+// target embedding -> dropout -> decoder -> LN -> logits through the target embedding (the
+// shared softmax weights) -> mean softmax cross-entropy over all target tokens + k x the sum over
+// MoE layers of Algorithm 1's auxiliary loss.
+//
+// Element types: weights, LayerNorm and the loss in weight_dtype (f32 in the paper), cast to the
+// activation dtype (layer.dtype) where a layer uses them; activations, attention and dispatch /
+// combine tensors in layer.dtype; the gating softmax in f32 (models/moe_transformer.h).
+//
+// Entry parameters, in order: source_tokens, target_inputs, targets (s32 [G,S]; tokens must be
+// in [0, vocab), which `range` states for random arguments), source_embedding [Vs,M],
+// target_embedding [Vt,M], then per side ("encoder", "decoder") its stacked weights, named
+// "<side>.l<p>.<weight>" for layer p of an iteration (ln_attention_scale / _bias,
+// attention_wq / wk / wv / wo, in the decoder also ln_cross_* and cross_w*, ln_ffn_*, and
+// ffn_wi / ffn_wo or wg / wi / wo), then "<side>.ln_final_scale" / "_bias".
+//
+// Annotations (when layer.annotate): tokens and activations split on G over D, expert weights
+// (and their stacks) split on E, dispatched expert inputs split on E, everything else replicated.
+// Scopes: Figure 8's categories (models/scopes.h) for the layers, a sublayer's LayerNorm,
+// dropout and residual in its sublayer's category; "embedding" for the lookups, "softmax" for
+// the final LayerNorms, logits and loss.
+
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "ir/dtype.h"
+#include "ir/module.h"
+#include "models/moe_transformer.h"
+
+namespace podsim::models {
+
+struct GShardModelConfig {
+  // Sizes of one layer: G, S, M, H, E, C, N, K, seq_len, activation dtype, annotations, D, seed.
+  // moe_layer_attention is not used (every layer here has its attention).
+  MoeLayerConfig layer;
+  int64_t num_layers = 12;  // L, encoder + decoder (L/2 each; the paper's 12L = 6 + 6)
+  int64_t moe_every = 2;    // every moe_every-th FFN is MoE; divides L/2 (paper: 2)
+  int64_t source_vocab = 64000;
+  int64_t target_vocab = 32000;
+  double dropout = 0.1;  // residual and embedding dropout rate, in [0, 1)
+  double aux_loss_coefficient = 1e-2;
+  ir::DType weight_dtype = ir::DType::kF32;
+
+  // `base` with what a JSON object gives: the layer's keys (MoeLayerConfig::FromJson) and
+  // num_layers, moe_every, source_vocab, target_vocab, dropout, weight_dtype, in one object.
+  // Unknown keys and bad values are ConfigErrors naming `path`.key.
+  static GShardModelConfig FromJson(const nlohmann::json& json, const std::string& path,
+                                    GShardModelConfig base);
+  nlohmann::json ToJson() const;
+};
+
+// MoE(E experts, L layers) at the paper's sizes on D = E cores, one group of 2048 tokens per
+// core, bf16 activations and f32 weights (see docs/training.md for why bf16).
+GShardModelConfig PaperModelConfig(int64_t num_experts, int64_t num_layers);
+
+// A toy size on `num_devices` partitions for tests and demos: 2 layers (1 + 1, both MoE),
+// G = E = max(2, D), S = 8, M = 16, H = 32, 2 heads of 8, seq_len 4, vocabularies 16 and 12, f32.
+GShardModelConfig ToyModelConfig(int64_t num_devices);
+
+// Throws podsim::Error naming the field ("model.moe_every: ...") for a bad size.
+void ValidateModelConfig(const GShardModelConfig& config);
+
+// The loss module above, verified. Root: f32[] loss. `layer_stacked`, when given, receives the
+// names of the stacked weights (dim 0 indexes the layer loop's iterations), for
+// BuildTrainingStep.
+std::unique_ptr<ir::Module> BuildGShardModelLoss(const GShardModelConfig& config,
+                                                 std::set<std::string>* layer_stacked = nullptr);
+
+}  // namespace podsim::models
