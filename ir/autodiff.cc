@@ -307,7 +307,19 @@ class Vjp : public ConstVisitor<void> {
     });
   }
   void HandleDynamicSlice(const Instruction& i) override {
-    Acc(i, 0, [&] { return b_.DynamicUpdateSlice(Zeros(b_, i.operand(0)->shape), g_, Starts(i, 1)); });
+    const Instruction* o = i.operand(0);
+    if (!f_.active.count(o) || o->shape.is_tuple) return;
+    Instruction*& a = f_.adjoint[o].array;
+    const std::vector<Instruction*> starts = Starts(i, 1);
+    if (a == nullptr) {
+      a = b_.DynamicUpdateSlice(Zeros(b_, o->shape), g_, starts);
+      return;
+    }
+    // Added into the window only (both ops clamp the starts the same way): an in-place
+    // dynamic-update-slice touches one slice, where adding a zero-padded copy would read and
+    // write the whole adjoint. A layer loop's stacked weight gets its gradient this way, one
+    // layer per iteration.
+    a = b_.DynamicUpdateSlice(a, b_.Add(b_.DynamicSlice(a, starts, i.shape.dims), g_), starts);
   }
   void HandleDynamicUpdateSlice(const Instruction& i) override {
     const Shape& update = i.operand(1)->shape;

@@ -135,6 +135,45 @@ TEST_CASE("data movement rules match finite differences") {
   CheckGradients(*m, {0, 1});
 }
 
+TEST_CASE("dynamic-slices of one operand accumulate into its adjoint's windows") {
+  // Three overlapping windows of x [6,4], the last start clamped (5 + 3 > 6 -> start 3), and
+  // x also used whole: the slices' adjoints after the first are added into the adjoint in place.
+  auto m = Program({{6, 4}}, [&](Builder& b, std::vector<Instruction*>& p) {
+    auto at = [&](int64_t row) {
+      return b.DynamicSlice(p[0], {b.ConstantScalar(DType::kS32, static_cast<double>(row)),
+                                   b.ConstantScalar(DType::kS32, 1)},
+                            {3, 2});
+    };
+    Instruction* a = at(0);
+    Instruction* c = at(2);
+    Instruction* d = at(5);
+    Instruction* sum = b.Add(b.Mul(a, c), b.Tanh(d));
+    return b.Add(Weighted(b, sum), Weighted(b, b.Mul(p[0], p[0])));
+  });
+  CheckGradients(*m, {0});
+  // Hand check of the window sums: with the loss sum(ds(x, 0) + ds(x, 2) + ds(x, 5 -> 3)),
+  // dL/dx[r, c] counts the windows covering (r, c): rows 0-1 one, row 2 two, rows 3-4 two, row
+  // 5 one, in columns 1-2 only.
+  auto n = Program({{6, 4}}, [&](Builder& b, std::vector<Instruction*>& p) {
+    Instruction* total = nullptr;
+    for (int64_t row : {0, 2, 5}) {
+      Instruction* w = b.DynamicSlice(p[0], {b.ConstantScalar(DType::kS32, static_cast<double>(row)),
+                                             b.ConstantScalar(DType::kS32, 1)},
+                                      {3, 2});
+      total = total == nullptr ? w : b.Add(total, w);
+    }
+    return SumAll(b, total);
+  });
+  auto grad = Differentiate(*n, {"p0"});
+  const Literal g = Interpret(*grad, RandomArguments(*n, 2)).elements.at(1);
+  const std::vector<double> rows = {1, 1, 2, 2, 2, 1};
+  for (int64_t r = 0; r < 6; ++r) {
+    for (int64_t c = 0; c < 4; ++c) {
+      CHECK(g.values[static_cast<size_t>(r * 4 + c)] == ((c == 1 || c == 2) ? rows[r] : 0.0));
+    }
+  }
+}
+
 TEST_CASE("dot rules match finite differences, with batch and contracting dims anywhere") {
   // out[b, i, k] = sum_j x[j, b, i] * w[k, b, j]: lhs contracting first, rhs batch in the middle.
   auto m = Program({{3, 2, 4}, {5, 2, 3}}, [&](Builder& b, std::vector<Instruction*>& p) {
