@@ -1,0 +1,155 @@
+#pragma once
+// Internals of ir::Differentiate (ir/autodiff.h), shared by its three files:
+//   autodiff.cc        the driver: forward emission, the reverse sweep, Differentiate
+//   autodiff_rules.cc  the vector-Jacobian product of every op (ApplyVjp)
+//   autodiff_loop.cc   counted loops: the forward loop that saves each iteration's inputs and
+//                      the backward loop that runs the iterations in reverse
+// Not for use outside ir/.
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "base/error.h"
+#include "ir/builder.h"
+#include "ir/module.h"
+
+namespace podsim::ir::autodiff {
+
+inline bool IsFloat(DType t) { return t == DType::kF32 || t == DType::kBF16; }
+
+inline bool CarriesGradient(const Shape& s) {
+  if (!s.is_tuple) return IsFloat(s.dtype);
+  for (const Shape& e : s.tuple_shapes) {
+    if (CarriesGradient(e)) return true;
+  }
+  return false;
+}
+
+inline std::string Where(const Instruction& i) {
+  return "%" + i.name + " (" + std::string(OpcodeName(i.opcode)) + ")";
+}
+
+[[noreturn]] inline void NoRule(const Instruction& i, const std::string& why = "") {
+  throw Error("differentiate: no gradient rule for " + Where(i) + (why.empty() ? "" : ": " + why));
+}
+
+// The adjoint of one value: an array, or one per tuple element (nullptr: zero so far).
+struct Adjoint {
+  Instruction* array = nullptr;
+  std::vector<Instruction*> elements;
+};
+
+// A forward loop emitted with stacks of the values each iteration starts from.
+struct SavedLoop {
+  Instruction* loop = nullptr;   // carried values 0..n-1, then the stacks
+  std::vector<int64_t> stack_of;  // per carried value: its stack's tuple index; -1: passed through
+};
+
+// One emission of a source computation into a target one. Keys are source instructions.
+struct Frame {
+  std::unordered_map<const Instruction*, Instruction*> value;  // source -> emitted
+  std::unordered_map<const Instruction*, SavedLoop> loops;
+  std::unordered_map<const Instruction*, Adjoint> adjoint;
+  std::unordered_set<const Instruction*> active;  // depends on a differentiated value
+};
+
+// The instructions of `c` on which one of `targets` depends (targets included).
+inline std::unordered_set<const Instruction*> NeededFor(const Computation& c,
+                                                 const std::vector<const Instruction*>& targets) {
+  std::unordered_set<const Instruction*> needed(targets.begin(), targets.end());
+  const auto& instrs = c.instructions();
+  for (auto it = instrs.rbegin(); it != instrs.rend(); ++it) {
+    if (!needed.count(it->get())) continue;
+    for (const Instruction* o : (*it)->operands) needed.insert(o);
+  }
+  return needed;
+}
+
+class Differentiator {
+ public:
+  explicit Differentiator(Module& out) : out_(out) {}
+  std::unordered_map<const Computation*, Computation*>& computations() { return comp_map_; }
+
+  // Emits the instructions of `src` into `b` in order, except parameters already mapped.
+  // Marks as active those that depend on an active one; a loop that is active and `needed`
+  // is emitted with the stacks its gradient needs.
+  void EmitForward(const Computation& src, Builder& b, Frame& f,
+                   const std::unordered_set<const Instruction*>& needed) {
+    for (const auto& owned : src.instructions()) {
+      const Instruction& i = *owned;
+      if (i.opcode == Opcode::kParameter ? f.value.count(&i) > 0 : !needed.count(&i)) continue;
+      if (CarriesGradient(i.shape)) {
+        for (const Instruction* o : i.operands) {
+          if (f.active.count(o)) {
+            f.active.insert(&i);
+            break;
+          }
+        }
+      }
+      if (i.opcode == Opcode::kLoop && f.active.count(&i) && needed.count(&i)) {
+        EmitSavingLoop(i, b, f);
+        continue;
+      }
+      auto copy = std::make_unique<Instruction>(i);
+      for (Instruction*& o : copy->operands) o = f.value.at(o);
+      if (copy->body != nullptr) copy->body = comp_map_.at(copy->body);
+      copy->parent = nullptr;
+      f.value[&i] = b.Add(std::move(copy), /*infer_shape=*/false);
+    }
+  }
+
+  // Applies the vector-Jacobian product of every active instruction of `src` that has an
+  // adjoint, in reverse order; the adjoints of its parameters are left in f.adjoint.
+  void Backward(const Computation& src, Builder& b, Frame& f);
+
+  std::string FreshComputationName(const std::string& stem) {
+    std::string name = stem;
+    for (int k = 1; out_.FindComputation(name) != nullptr; ++k) name = stem + "." + std::to_string(k);
+    return name;
+  }
+
+  Module& out() { return out_; }
+
+ private:
+  void EmitSavingLoop(const Instruction& loop, Builder& b, Frame& f);
+
+  Module& out_;
+  std::unordered_map<const Computation*, Computation*> comp_map_;  // source -> copy
+};
+
+// Zeros / a constant of the shape of `like`.
+inline Instruction* Full(Builder& b, const Shape& like, double v) {
+  Instruction* c = b.ConstantScalar(like.dtype, v);
+  return like.dims.empty() ? c : b.BroadcastScalar(c, like.dims);
+}
+
+inline Instruction* Zeros(Builder& b, const Shape& like) { return Full(b, like, 0.0); }
+
+inline Instruction* S32(Builder& b, int64_t v) {
+  return b.ConstantScalar(DType::kS32, static_cast<double>(v));
+}
+
+inline std::vector<int64_t> Iota(int64_t begin, int64_t end) {
+  std::vector<int64_t> v(static_cast<size_t>(std::max<int64_t>(0, end - begin)));
+  std::iota(v.begin(), v.end(), begin);
+  return v;
+}
+
+// Adds the vector-Jacobian product of `i` for its `adjoint` to the adjoints of its operands in
+// f.adjoint (emitting into `b`); throws naming `i` when the op has no rule.
+void ApplyVjp(Differentiator& d, Builder& b, Frame& f, const Adjoint& adjoint,
+              const Instruction& i);
+
+// The backward loop of the forward loop `loop` (emitted by EmitSavingLoop) for its tuple
+// `adjoint`: per carried value, the adjoint of the loop's operand (nullptr when it carries no
+// gradient).
+std::vector<Instruction*> LoopVjp(Differentiator& d, Builder& b, Frame& f, const Adjoint& adjoint,
+                                  const Instruction& loop);
+
+}  // namespace podsim::ir::autodiff

@@ -1,0 +1,157 @@
+// Counted loops, differentiated once and not unrolled (docs/ir.md, "Counted loops"): the
+// forward loop rewritten to save what each iteration starts from, and the backward loop that
+// runs the iterations in reverse, recomputing each from its saved values.
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "ir/autodiff_internal.h"
+
+namespace podsim::ir::autodiff {
+
+void Differentiator::EmitSavingLoop(const Instruction& loop, Builder& b, Frame& f) {
+  const Computation& body = *loop.body;
+  const std::vector<Instruction*> params = body.parameters();
+  const Instruction* root = body.root();
+  const int64_t n = static_cast<int64_t>(loop.operands.size());
+  const int64_t trips = loop.trip_count;
+  SavedLoop saved;
+  saved.stack_of.assign(static_cast<size_t>(n), -1);
+  std::vector<Instruction*> carried;
+  for (const Instruction* o : loop.operands) carried.push_back(f.value.at(o));
+  int64_t stacks = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    const bool through = root->opcode == Opcode::kTuple &&
+                         root->operand(static_cast<size_t>(k)) == params[static_cast<size_t>(k + 1)];
+    if (through) continue;
+    saved.stack_of[static_cast<size_t>(k)] = n + stacks++;
+    Shape stacked = loop.operand(static_cast<size_t>(k))->shape;
+    stacked.dims.insert(stacked.dims.begin(), trips);
+    carried.push_back(Zeros(b, stacked));
+  }
+
+  Computation* save = out_.AddComputation(FreshComputationName(body.name() + ".save"));
+  Builder sb(save);
+  Frame g;
+  std::vector<Instruction*> sparams;
+  for (int64_t k = 0; k < n + 1; ++k) {
+    const Instruction* p = params[static_cast<size_t>(k)];
+    sparams.push_back(sb.Parameter(k, p->shape, p->name));
+    g.value[p] = sparams.back();
+    if (k > 0 && CarriesGradient(p->shape)) g.active.insert(p);
+  }
+  std::vector<Instruction*> stack_params;
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t s = saved.stack_of[static_cast<size_t>(k)];
+    if (s < 0) continue;
+    stack_params.push_back(sb.Parameter(s + 1, carried[static_cast<size_t>(s)]->shape, "stack"));
+  }
+  EmitForward(body, sb, g, NeededFor(body, {root}));
+  std::vector<Instruction*> next;
+  for (int64_t k = 0; k < n; ++k) {
+    next.push_back(root->opcode == Opcode::kTuple ? g.value.at(root->operand(static_cast<size_t>(k)))
+                                                  : sb.GetTupleElement(g.value.at(root), k));
+  }
+  for (int64_t k = 0, j = 0; k < n; ++k) {
+    if (saved.stack_of[static_cast<size_t>(k)] < 0) continue;
+    Instruction* x = sparams[static_cast<size_t>(k + 1)];
+    std::vector<int64_t> one = x->shape.dims;
+    one.insert(one.begin(), 1);
+    std::vector<Instruction*> starts{sparams[0]};
+    for (size_t d = 0; d < x->shape.dims.size(); ++d) starts.push_back(S32(sb, 0));
+    next.push_back(sb.DynamicUpdateSlice(stack_params[static_cast<size_t>(j++)],
+                                         sb.Reshape(x, one), starts));
+  }
+  save->set_root(sb.Tuple(next));
+
+  saved.loop = b.Loop(carried, save, trips);
+  std::vector<Instruction*> outputs;
+  for (int64_t k = 0; k < n; ++k) outputs.push_back(b.GetTupleElement(saved.loop, k));
+  f.value[&loop] = b.Tuple(outputs);
+  f.loops[&loop] = std::move(saved);
+}
+
+std::vector<Instruction*> LoopVjp(Differentiator& d, Builder& b, Frame& f, const Adjoint& adjoint,
+                                  const Instruction& i) {
+  const auto saved_it = f.loops.find(&i);
+  if (saved_it == f.loops.end()) NoRule(i, "the loop was not saved (internal)");
+  const SavedLoop& saved = saved_it->second;
+  const Computation& body = *i.body;
+  const std::vector<Instruction*> params = body.parameters();
+  const Instruction* root = body.root();
+  const int64_t n = static_cast<int64_t>(i.operands.size());
+  const int64_t trips = i.trip_count;
+
+  // Backward loop carried values: adjoints of the float carried values, the stacks, the
+  // passed-through values (which the recomputation reads).
+  std::vector<int64_t> floats, through;
+  for (int64_t k = 0; k < n; ++k) {
+    if (CarriesGradient(i.operand(static_cast<size_t>(k))->shape)) floats.push_back(k);
+    if (saved.stack_of[static_cast<size_t>(k)] < 0) through.push_back(k);
+  }
+  std::vector<Instruction*> init;
+  for (int64_t k : floats) {
+    Instruction* a = static_cast<size_t>(k) < adjoint.elements.size() ? adjoint.elements[static_cast<size_t>(k)] : nullptr;
+    init.push_back(a != nullptr ? a : Zeros(b, i.operand(static_cast<size_t>(k))->shape));
+  }
+  std::vector<int64_t> stack_index;  // carried value k -> position of its stack in `init`
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t s = saved.stack_of[static_cast<size_t>(k)];
+    if (s < 0) continue;
+    stack_index.push_back(static_cast<int64_t>(init.size()));
+    init.push_back(b.GetTupleElement(saved.loop, s));
+  }
+  const int64_t through_at = static_cast<int64_t>(init.size());
+  for (int64_t k : through) init.push_back(f.value.at(i.operand(static_cast<size_t>(k))));
+
+  Computation* grad = d.out().AddComputation(d.FreshComputationName(body.name() + ".grad"));
+  Builder gb(grad);
+  std::vector<Instruction*> gp;
+  gp.push_back(gb.Parameter(0, Shape(DType::kS32, {}), "reverse_iteration"));
+  for (size_t k = 0; k < init.size(); ++k) {
+    gp.push_back(gb.Parameter(static_cast<int64_t>(k + 1), init[k]->shape,
+                              k < floats.size() ? "adjoint" : k < static_cast<size_t>(through_at) ? "stack" : "carried"));
+  }
+  Frame h;
+  h.value[params[0]] = gb.Sub(S32(gb, trips - 1), gp[0]);
+  for (int64_t k = 0, j = 0, t = 0; k < n; ++k) {
+    const Shape& shape = i.operand(static_cast<size_t>(k))->shape;
+    Instruction* v;
+    if (saved.stack_of[static_cast<size_t>(k)] >= 0) {
+      Instruction* stack = gp[static_cast<size_t>(stack_index[static_cast<size_t>(j++)] + 1)];
+      std::vector<Instruction*> starts{h.value.at(params[0])};
+      std::vector<int64_t> one = shape.dims;
+      one.insert(one.begin(), 1);
+      for (size_t d = 0; d < shape.dims.size(); ++d) starts.push_back(S32(gb, 0));
+      v = gb.Reshape(gb.DynamicSlice(stack, starts, one), shape.dims);
+    } else {
+      v = gp[static_cast<size_t>(through_at + t++ + 1)];
+    }
+    h.value[params[static_cast<size_t>(k + 1)]] = v;
+    if (CarriesGradient(shape)) h.active.insert(params[static_cast<size_t>(k + 1)]);
+  }
+  d.EmitForward(body, gb, h, NeededFor(body, {root}));
+  Adjoint& seed = h.adjoint[root];
+  seed.elements.assign(static_cast<size_t>(n), nullptr);
+  for (size_t q = 0; q < floats.size(); ++q) seed.elements[static_cast<size_t>(floats[q])] = gp[q + 1];
+  d.Backward(body, gb, h);
+  std::vector<Instruction*> next;
+  for (int64_t k : floats) {
+    const Instruction* p = params[static_cast<size_t>(k + 1)];
+    const auto a = h.adjoint.find(p);
+    next.push_back(a != h.adjoint.end() && a->second.array != nullptr ? a->second.array
+                                                                       : Zeros(gb, p->shape));
+  }
+  for (size_t k = floats.size(); k < init.size(); ++k) next.push_back(gp[k + 1]);
+  grad->set_root(gb.Tuple(next));
+
+  Instruction* back = b.Loop(init, grad, trips);
+  std::vector<Instruction*> adjoints(static_cast<size_t>(n), nullptr);
+  for (size_t q = 0; q < floats.size(); ++q) {
+    adjoints[static_cast<size_t>(floats[q])] = b.GetTupleElement(back, static_cast<int64_t>(q));
+  }
+  return adjoints;
+}
+
+}  // namespace podsim::ir::autodiff
