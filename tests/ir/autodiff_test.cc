@@ -11,7 +11,10 @@
 #include "ir/autodiff.h"
 
 #include <cmath>
+#include <algorithm>
 #include <functional>
+#include <numeric>
+#include <random>
 
 #include "base/error.h"
 #include "ir/text.h"
@@ -133,6 +136,71 @@ TEST_CASE("data movement rules match finite differences") {
     return Weighted(b, sel);
   });
   CheckGradients(*m, {0, 1});
+}
+
+TEST_CASE("rules on random shapes match finite differences") {
+  // Shapes, permutations, slice bounds, paddings, the concatenated dim and the dot's dim order
+  // drawn from a fixed-seed generator: rank 1-3, sizes 1-4 (size-1 dims included).
+  std::mt19937_64 rng(2026);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
+  };
+  for (int trial = 0; trial < 16; ++trial) {
+    CAPTURE(trial);
+    const int64_t rank = pick(1, 3);
+    std::vector<int64_t> dims(static_cast<size_t>(rank));
+    for (int64_t& d : dims) d = pick(1, 4);
+    std::vector<int64_t> perm(dims.size());
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    const int64_t cat_dim = pick(0, rank - 1);
+    std::vector<int64_t> other = dims;
+    other[static_cast<size_t>(cat_dim)] = pick(1, 3);
+    // Dot operands of rank 3: a batch, a free and a contracting dim on each side, in random
+    // orders.
+    const int64_t nb = pick(1, 3), nc = pick(1, 3), nf1 = pick(1, 3), nf2 = pick(1, 3);
+    std::vector<int> lhs_roles = {0, 1, 2}, rhs_roles = {0, 1, 2};  // 0 batch, 1 free, 2 contracting
+    std::shuffle(lhs_roles.begin(), lhs_roles.end(), rng);
+    std::shuffle(rhs_roles.begin(), rhs_roles.end(), rng);
+    std::vector<int64_t> lhs(3), rhs(3);
+    DotDims dd;
+    for (int64_t k = 0; k < 3; ++k) {
+      const int lr = lhs_roles[static_cast<size_t>(k)], rr = rhs_roles[static_cast<size_t>(k)];
+      lhs[static_cast<size_t>(k)] = lr == 0 ? nb : lr == 1 ? nf1 : nc;
+      rhs[static_cast<size_t>(k)] = rr == 0 ? nb : rr == 1 ? nf2 : nc;
+      if (lr == 0) dd.lhs_batch.push_back(k);
+      if (lr == 2) dd.lhs_contracting.push_back(k);
+      if (rr == 0) dd.rhs_batch.push_back(k);
+      if (rr == 2) dd.rhs_contracting.push_back(k);
+    }
+    std::vector<int64_t> starts, limits, strides;
+    std::vector<PadDim> pads;
+    std::vector<int64_t> permuted(dims.size());
+    for (size_t d = 0; d < dims.size(); ++d) permuted[d] = dims[static_cast<size_t>(perm[d])];
+    for (int64_t n : permuted) {
+      starts.push_back(pick(0, n - 1));
+      limits.push_back(pick(starts.back() + 1, n));
+      strides.push_back(pick(1, 2));
+      const int64_t len = (limits.back() - starts.back() + strides.back() - 1) / strides.back();
+      PadDim pd{pick(-1, 2), pick(-1, 2), pick(0, 1)};
+      if (len + pd.low + pd.high + pd.interior * (len - 1) < 1) pd.low = pd.high = 0;
+      pads.push_back(pd);
+    }
+    const int64_t reduce_dim = pick(0, rank - 1);
+    auto m = Program({dims, other, lhs, rhs}, [&](Builder& b, std::vector<Instruction*>& p) {
+      Instruction* x = p[0];
+      Instruction* y = b.Add(b.Tanh(b.Mul(x, x)), b.Exp(b.Mul(x, Full(b, dims, 0.5))));
+      Instruction* t = b.Transpose(y, perm);
+      Instruction* sl = b.Slice(t, starts, limits, strides);
+      Instruction* pd = b.Pad(sl, b.ConstantScalar(DType::kF32, 0.25), pads);
+      Instruction* r = b.Reduce(pd, {reduce_dim}, ReduceKind::kAdd);
+      Instruction* flat = b.Reshape(r, {r->shape.NumElements()});
+      Instruction* cat = b.Concatenate({x, b.Mul(p[1], p[1])}, cat_dim);
+      Instruction* dot = b.Dot(p[2], b.Tanh(p[3]), dd);
+      return b.Add(b.Add(Weighted(b, flat), Weighted(b, cat)), Weighted(b, dot));
+    });
+    CheckGradients(*m, {0, 1, 2, 3}, static_cast<uint64_t>(trial) + 1);
+  }
 }
 
 TEST_CASE("dynamic-slices of one operand accumulate into its adjoint's windows") {
