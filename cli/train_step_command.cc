@@ -22,8 +22,8 @@ namespace podsim::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: podsim train-step [--config FILE.json] [--devices D] [--layers L] [--toy]\n"
-    "                         [--optimizer KIND] [-o OUT.hlo|OUT.pb]\n\n"
+    "usage: podsim train-step [--config FILE.json] [--devices D] [--layers L] [--preset NAME]\n"
+    "                         [--toy] [--optimizer KIND] [-o OUT.hlo|OUT.pb]\n\n"
     "Builds one training step of the MoE layer pair (token embeddings, a Transformer layer, an\n"
     "MoE layer, a shared softmax with cross-entropy plus the auxiliary load-balancing loss) or,\n"
     "with --layers, of the whole encoder-decoder model of L layers (L/2 + L/2, every other FFN\n"
@@ -36,9 +36,12 @@ constexpr const char* kUsage =
     "updated state).\n\n"
     "--config: {\"model\": {sizes as in an experiment's model}, \"loss\": {\"vocab_size\": V,\n"
     "\"aux_loss_coefficient\": k}, \"optimizer\": {\"kind\": \"adafactor\"|\"adam\"|\"sgd\", ...}}\n"
-    "(docs/training.md); with --layers the model also takes num_layers, moe_every,\n"
-    "source_vocab, target_vocab, dropout, weight_dtype, and the loss only\n"
-    "aux_loss_coefficient. Default: the paper's sizes on D cores (G = E = D), V = 32000 (the\n"
+    "(docs/training.md); the whole model (--layers, --preset, or a model with \"preset\" or\n"
+    "\"num_layers\") also takes preset, num_layers, moe_every, experts, groups or batch_tokens,\n"
+    "capacity_factor, source_vocab, target_vocab, dropout, weight_dtype, and the loss only\n"
+    "aux_loss_coefficient. --preset: 128E,12L, 128E,36L, 512E,12L, 512E,36L, 2048E,12L,\n"
+    "2048E,24L, 2048E,36L, 2048E,60L (E experts on D = E cores, Table 3's batch).\n"
+    "Default: the paper's sizes on D cores (G = E = D), V = 32000 (the\n"
     "whole model: 64000 source, 32000 target, bf16 activations, f32 weights); --toy:\n"
     "G = E = max(D, 2), S = 8, M = 16, H = 32, 2 heads of 8, V = 32 (the whole model: 16 and\n"
     "12, every FFN MoE, f32), for podsim check.\n";
@@ -49,8 +52,9 @@ int TrainStepCommand(const Args& args) {
   po::options_description desc("podsim train-step options");
   desc.add_options()("help,h", "show this help")("config", po::value<std::string>(),
                                                  "JSON: model, loss and optimizer")(
-      "devices", po::value<int64_t>()->default_value(4), "partitions D (G = E = D)")(
+      "devices", po::value<int64_t>(), "partitions D (default 4, or a preset's E)")(
       "layers", po::value<int64_t>(), "the whole model with L layers (encoder + decoder)")(
+      "preset", po::value<std::string>(), "the whole model as a paper configuration, e.g. 128E,36L")(
       "toy", "toy sizes instead of the paper's")(
       "optimizer", po::value<std::string>(), "adafactor (default), adam or sgd")(
       "output,o", po::value<std::string>(), "write the module here (.hlo text or .pb)");
@@ -60,30 +64,47 @@ int TrainStepCommand(const Args& args) {
     std::cout << kUsage << "\n" << desc;
     return 0;
   }
-  const int64_t d = vm["devices"].as<int64_t>();
-  if (d < 1) throw Error("--devices: must be >= 1, got " + std::to_string(d));
+  nlohmann::json config = nlohmann::json::object();
+  std::string config_file;
+  if (vm.count("config")) {
+    config_file = vm["config"].as<std::string>();
+    config = ReadJsonFile(config_file);
+  }
   const bool toy = vm.count("toy") > 0;
-  const bool whole = vm.count("layers") > 0;
+  const bool preset = vm.count("preset") > 0;
+  const nlohmann::json* model_json =
+      config.is_object() && config.contains("model") ? &config["model"] : nullptr;
+  const bool whole = vm.count("layers") > 0 || preset ||
+                     (model_json != nullptr && model_json->is_object() &&
+                      (model_json->contains("preset") || model_json->contains("num_layers")));
+  if (preset && toy) throw Error("--preset: a paper configuration has no toy size");
+  models::GShardModelConfig full;
+  if (preset) full = models::PresetModelConfig(vm["preset"].as<std::string>());
+  int64_t d = vm.count("devices") ? vm["devices"].as<int64_t>()
+                    : preset            ? full.layer.num_experts
+                                        : 4;
+  if (d < 1) throw Error("--devices: must be >= 1, got " + std::to_string(d));
+  if (!preset) full = toy ? models::ToyModelConfig(d) : models::PaperModelConfig(d, 12);
+  full.layer.num_devices = d;
   models::MoeLayerConfig model = models::PaperMoeConfig(d);
   models::MoeLossConfig loss;
   loss.vocab_size = 32000;
-  models::GShardModelConfig full = models::PaperModelConfig(d, 12);
   if (toy) {
     model = models::ToyMoeConfig();
     model.num_groups = model.num_experts = std::max<int64_t>(2, d);
     model.num_devices = d;
     loss.vocab_size = 32;
-    full = models::ToyModelConfig(d);
   }
-  if (whole) full.num_layers = vm["layers"].as<int64_t>();
+  if (vm.count("layers")) full.num_layers = vm["layers"].as<int64_t>();
   models::OptimizerConfig optimizer;
   if (vm.count("config")) {
-    const std::string file = vm["config"].as<std::string>();
-    const nlohmann::json j = ReadJsonFile(file);
-    JsonReader r(j, file);
+    JsonReader r(config, config_file);
     if (r.Has("model")) {
       if (whole) {
         full = models::GShardModelConfig::FromJson(r.Value("model"), "model", full);
+        // A preset runs on one core per expert unless --devices says otherwise.
+        if (!vm.count("devices") && model_json->contains("preset")) d = full.layer.num_experts;
+        full.layer.num_devices = d;
       } else {
         model = models::MoeLayerConfig::FromJson(r.Value("model"), "model", model);
       }

@@ -24,6 +24,7 @@ const std::map<std::string, Runner>& Runners() {
       {"collective_sweep", {RunCollectiveSweep, CheckCollectiveSweep}},
       {"spmd_vs_mpmd", {RunSpmdVsMpmd, CheckSpmdVsMpmd}},
       {"moe_layer_breakdown", {RunMoeLayerBreakdown, CheckMoeLayerBreakdown}},
+      {"parameter_count", {RunParameterCount, CheckParameterCount}},
   };
   return runners;
 }

@@ -41,8 +41,10 @@ inline const char* PointStatus(const sim::RunResult& r) {
 RunSummary RunCollectiveSweep(const ExperimentContext& ctx);
 RunSummary RunSpmdVsMpmd(const ExperimentContext& ctx);
 RunSummary RunMoeLayerBreakdown(const ExperimentContext& ctx);
+RunSummary RunParameterCount(const ExperimentContext& ctx);
 void CheckCollectiveSweep(const nlohmann::json& config);
 void CheckSpmdVsMpmd(const nlohmann::json& config);
 void CheckMoeLayerBreakdown(const nlohmann::json& config);
+void CheckParameterCount(const nlohmann::json& config);
 
 }  // namespace podsim::experiments

@@ -39,6 +39,49 @@ GShardModelConfig ToyModelConfig(int64_t num_devices) {
   return c;
 }
 
+const std::vector<GShardPreset>& GShardPresets() {
+  static const std::vector<GShardPreset> presets = {
+      {"128E,12L", 128, 12, int64_t{1} << 20},    {"128E,36L", 128, 36, int64_t{1} << 20},
+      {"512E,12L", 512, 12, int64_t{1} << 20},    {"512E,36L", 512, 36, int64_t{1} << 20},
+      {"2048E,12L", 2048, 12, int64_t{1} << 22},  {"2048E,24L", 2048, 24, int64_t{1} << 22},
+      {"2048E,36L", 2048, 36, int64_t{1} << 22},  {"2048E,60L", 2048, 60, int64_t{1} << 22}};
+  return presets;
+}
+
+GShardModelConfig PresetModelConfig(const std::string& name) {
+  std::string names;
+  for (const GShardPreset& p : GShardPresets()) {
+    if (p.name == name) {
+      GShardModelConfig c = PaperModelConfig(p.experts, p.layers);
+      c.layer.num_groups = p.batch_tokens / c.layer.tokens_per_group;
+      return c;
+    }
+    names += (names.empty() ? "" : ", ") + p.name;
+  }
+  throw Error("model.preset: '" + name + "' is not one of " + names);
+}
+
+ParameterCount CountParameters(const ir::Module& module) {
+  ParameterCount n;
+  for (const Instruction* p : module.entry()->parameters()) {
+    const DType t = p->shape.dtype;
+    if (p->shape.is_tuple || (t != DType::kF32 && t != DType::kBF16)) continue;
+    const int64_t e = p->shape.NumElements();
+    n.total += e;
+    (t == DType::kF32 ? n.f32 : n.bf16) += e;
+    // Tiles that split data (a last tile dim that replicates does not).
+    int64_t tiles = 1;
+    if (p->sharding && p->sharding->kind == ir::Sharding::Kind::kTiled) {
+      const std::vector<int64_t>& dims = p->sharding->tile_dims;
+      const size_t data_dims = dims.size() - (p->sharding->last_tile_dim_replicate ? 1 : 0);
+      for (size_t d = 0; d < data_dims; ++d) tiles *= dims[d];
+    }
+    (tiles > 1 ? n.split : n.replicated) += e;
+    n.per_device_bytes += e * ir::ByteWidth(t) / tiles;
+  }
+  return n;
+}
+
 void ValidateModelConfig(const GShardModelConfig& c) {
   ValidateMoeConfig(c.layer);
   auto fail = [](const std::string& field, const std::string& what) {

@@ -43,6 +43,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -64,9 +65,12 @@ struct GShardModelConfig {
   double aux_loss_coefficient = 1e-2;
   ir::DType weight_dtype = ir::DType::kF32;
 
-  // `base` with what a JSON object gives: the layer's keys (MoeLayerConfig::FromJson) and
-  // num_layers, moe_every, source_vocab, target_vocab, dropout, weight_dtype, in one object.
-  // Unknown keys and bad values are ConfigErrors naming `path`.key.
+  // `base` with what a JSON object gives, in one object: "preset" (a GShardPresets() name,
+  // replacing `base` first), num_layers, moe_every, source_vocab, target_vocab, dropout,
+  // weight_dtype, experts, groups or batch_tokens (groups = batch_tokens / tokens_per_group,
+  // which must divide it), capacity_factor (C = ceil(factor * S / E); not with capacity), and
+  // the layer's keys (MoeLayerConfig::FromJson). Unknown keys and bad values are ConfigErrors
+  // naming `path`.key. num_devices is left to where the model runs.
   static GShardModelConfig FromJson(const nlohmann::json& json, const std::string& path,
                                     GShardModelConfig base);
   nlohmann::json ToJson() const;
@@ -75,6 +79,34 @@ struct GShardModelConfig {
 // MoE(E experts, L layers) at the paper's sizes on D = E cores, one group of 2048 tokens per
 // core, bf16 activations and f32 weights (see docs/training.md for why bf16).
 GShardModelConfig PaperModelConfig(int64_t num_experts, int64_t num_layers);
+
+// The paper's configurations (Tables 1 and 3): "128E,12L", "128E,36L", "512E,12L", "512E,36L",
+// "2048E,12L", "2048E,24L", "2048E,36L", "2048E,60L". Each runs on E cores (one expert per core)
+// with Table 3's batch: 2^20 tokens for 128E and 512E, 2^22 for 2048E (the paper's "1M" and
+// "4M"; powers of two, since 2,048-token groups must divide them), so G = batch / 2048 groups:
+// 4 per core at 128E, 1 per core otherwise.
+struct GShardPreset {
+  std::string name;
+  int64_t experts = 0;
+  int64_t layers = 0;
+  int64_t batch_tokens = 0;
+};
+const std::vector<GShardPreset>& GShardPresets();
+// The preset's config (PaperModelConfig with its batch); throws podsim::Error listing the
+// presets when `name` is none of them.
+GShardModelConfig PresetModelConfig(const std::string& name);
+
+// Parameter counts of a loss module (or any module): elements of its float entry parameters,
+// by kind (split over some mesh axis, i.e. the expert weights, or replicated) and by dtype.
+struct ParameterCount {
+  int64_t total = 0;
+  int64_t split = 0;       // parameters with a sharding that splits a dim (expert weights)
+  int64_t replicated = 0;  // the rest
+  int64_t f32 = 0;
+  int64_t bf16 = 0;
+  int64_t per_device_bytes = 0;  // each device's shards: bytes / (tiles of its sharding)
+};
+ParameterCount CountParameters(const ir::Module& module);
 
 // A toy size on `num_devices` partitions for tests and demos: 2 layers (1 + 1, both MoE),
 // G = E = max(2, D), S = 8, M = 16, H = 32, 2 heads of 8, seq_len 4, vocabularies 16 and 12, f32.

@@ -1,5 +1,7 @@
 // MoeLayerConfig as JSON (models/moe_transformer.h): the one reader and writer of a model config.
 
+#include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "base/config.h"
@@ -47,8 +49,9 @@ GShardModelConfig GShardModelConfig::FromJson(const nlohmann::json& json, const 
   (void)check;
   // The model's own keys are read here, the rest as the layer's (which rejects unknown ones).
   nlohmann::json own = nlohmann::json::object(), layer = json;
-  for (const char* key : {"num_layers", "moe_every", "source_vocab", "target_vocab", "dropout",
-                          "weight_dtype"}) {
+  for (const char* key : {"preset", "num_layers", "moe_every", "source_vocab", "target_vocab",
+                          "dropout", "weight_dtype", "experts", "groups", "batch_tokens",
+                          "capacity_factor"}) {
     if (layer.contains(key)) {
       own[key] = layer[key];
       layer.erase(key);
@@ -56,6 +59,17 @@ GShardModelConfig GShardModelConfig::FromJson(const nlohmann::json& json, const 
   }
   JsonReader m(own, path);
   GShardModelConfig& c = base;
+  if (m.Has("preset")) {
+    const std::string name = m.String("preset");
+    std::string names;
+    bool known = false;
+    for (const GShardPreset& p : GShardPresets()) {
+      known = known || p.name == name;
+      names += (names.empty() ? "" : ", ") + p.name;
+    }
+    if (!known) m.Fail("preset", "'" + name + "' is not one of " + names);
+    c = PresetModelConfig(name);
+  }
   c.num_layers = m.Int("num_layers", c.num_layers, Limit::AtLeast(2));
   c.moe_every = m.Int("moe_every", c.moe_every, Limit::AtLeast(1));
   c.source_vocab = m.Int("source_vocab", c.source_vocab, Limit::AtLeast(1));
@@ -63,8 +77,27 @@ GShardModelConfig GShardModelConfig::FromJson(const nlohmann::json& json, const 
   c.dropout = m.Double("dropout", c.dropout, Limit::NonNegative());
   if (c.dropout >= 1) m.Fail("dropout", "must be below 1, got " + std::to_string(c.dropout));
   if (m.Has("weight_dtype")) c.weight_dtype = ir::ParseDType(m.Choice("weight_dtype", {"f32", "bf16"}));
+  c.layer.num_experts = m.Int("experts", c.layer.num_experts, Limit::AtLeast(2));
+  const int64_t groups = m.Int("groups", 0, Limit::AtLeast(1));
+  const int64_t batch = m.Int("batch_tokens", 0, Limit::AtLeast(1));
+  const double factor = m.Double("capacity_factor", 0, Limit::Positive());
   m.Finish();
   c.layer = MoeLayerConfig::FromJson(layer, path, c.layer);
+  if (groups > 0 && batch > 0) m.Fail("batch_tokens", "give groups or batch_tokens, not both");
+  if (groups > 0) c.layer.num_groups = groups;
+  if (batch > 0) {
+    if (batch % c.layer.tokens_per_group != 0) {
+      m.Fail("batch_tokens", std::to_string(batch) + " tokens do not divide into groups of " +
+                                 std::to_string(c.layer.tokens_per_group) + " (tokens_per_group)");
+    }
+    c.layer.num_groups = batch / c.layer.tokens_per_group;
+  }
+  if (factor > 0) {
+    if (layer.contains("capacity")) m.Fail("capacity_factor", "give capacity or capacity_factor, not both");
+    const double slots = std::ceil(factor * static_cast<double>(c.layer.tokens_per_group) /
+                                   static_cast<double>(c.layer.num_experts));
+    c.layer.capacity = static_cast<int64_t>(std::max(1.0, slots));
+  }
   return c;
 }
 
