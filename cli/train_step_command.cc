@@ -32,8 +32,9 @@ constexpr const char* kUsage =
     "partitions (groups and experts split, everything else replicated) with the shardings\n"
     "propagated so the backward pass mirrors the forward. Prints it (or writes OUT), and a\n"
     "summary on standard error. Entry parameters: tokens, targets, the weights, the optimizer\n"
-    "state, step (s32, the steps already taken); root: tuple(loss, gradients, updated weights,\n"
-    "updated state).\n\n"
+    "state, step (s32, the steps already taken); root: tuple(loss, [gradients with\n"
+    "--gradients,] updated weights, updated state), the updated values donated\n"
+    "(input_output_alias: written over their parameters).\n\n"
     "--config: {\"model\": {sizes as in an experiment's model}, \"loss\": {\"vocab_size\": V,\n"
     "\"aux_loss_coefficient\": k}, \"optimizer\": {\"kind\": \"adafactor\"|\"adam\"|\"sgd\", ...}}\n"
     "(docs/training.md); the whole model (--layers, --preset, or a model with \"preset\" or\n"
@@ -57,6 +58,7 @@ int TrainStepCommand(const Args& args) {
       "preset", po::value<std::string>(), "the whole model as a paper configuration, e.g. 128E,36L")(
       "toy", "toy sizes instead of the paper's")(
       "optimizer", po::value<std::string>(), "adafactor (default), adam or sgd")(
+      "gradients", "also return the gradients (their memory then lasts to the step's end)")(
       "output,o", po::value<std::string>(), "write the module here (.hlo text or .pb)");
   po::positional_options_description pos;
   po::variables_map vm;
@@ -129,8 +131,12 @@ int TrainStepCommand(const Args& args) {
   std::set<std::string> stacked;
   auto loss_module = whole ? models::BuildGShardModelLoss(full, &stacked)
                            : models::BuildMoeLayerPairLoss(model, loss);
+  models::TrainingStepOptions step_options;
+  step_options.num_partitions = d;
+  step_options.layer_stacked = stacked;
+  step_options.return_gradients = vm.count("gradients") > 0;
   models::TrainingStep step = models::BuildTrainingStep(
-      *loss_module, models::FloatParameters(*loss_module), optimizer, d, "", stacked);
+      *loss_module, models::FloatParameters(*loss_module), optimizer, step_options);
   std::cerr << "train-step: " << step.trainable.size() << " weights, " << step.state.size()
             << " " << models::OptimizerName(optimizer.kind) << " state tensors, "
             << step.module->InstructionCount() << " instructions, annotated for " << d

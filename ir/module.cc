@@ -163,6 +163,7 @@ std::unique_ptr<Module> Module::Clone() const {
     }
     if (c->root()) nc->set_root(instr_map.at(c->root()));
   }
+  out->output_aliases_ = output_aliases_;
   return out;
 }
 

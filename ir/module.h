@@ -46,6 +46,16 @@ class Computation {
   Instruction* root_ = nullptr;
 };
 
+// A donated entry parameter: the entry root's tuple element `output` is written into parameter
+// `parameter`'s buffer (XLA's input_output_alias; a training step's updated weights overwrite
+// the weights). The memory model frees the parameter after its last read instead of keeping it
+// to the end, and counts the output in its place.
+struct OutputAlias {
+  int64_t output = 0;     // index in the entry root's tuple
+  int64_t parameter = 0;  // entry parameter number
+  bool operator==(const OutputAlias&) const = default;
+};
+
 class Module {
  public:
   explicit Module(std::string name = "module") : name_(std::move(name)) {}
@@ -75,6 +85,10 @@ class Module {
   // (parameters stay, so signatures do not change) and computations no reachable loop calls.
   void RemoveDeadCode();
 
+  // Donated parameters, in output order (the verifier checks shapes and uniqueness).
+  const std::vector<OutputAlias>& output_aliases() const { return output_aliases_; }
+  void set_output_aliases(std::vector<OutputAlias> a) { output_aliases_ = std::move(a); }
+
   // Deep copy.
   std::unique_ptr<Module> Clone() const;
   int64_t InstructionCount() const;
@@ -83,6 +97,7 @@ class Module {
   std::string name_;
   std::vector<std::unique_ptr<Computation>> computations_;
   Computation* entry_ = nullptr;
+  std::vector<OutputAlias> output_aliases_;
   std::unordered_set<std::string> used_names_;
   std::unordered_map<std::string, int64_t> next_suffix_;  // per stem, for UniqueName
 };

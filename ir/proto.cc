@@ -292,6 +292,9 @@ class Reader {
     for (int c = 0; c < p.computations_size(); ++c) {
       ReadComputation(p.computations(c), module_->computations()[c].get());
     }
+    std::vector<OutputAlias> aliases;
+    for (const OutputAliasProto& a : p.output_aliases()) aliases.push_back({a.output(), a.parameter()});
+    module_->set_output_aliases(std::move(aliases));
     return module;
   }
 
@@ -499,6 +502,11 @@ std::string ModuleToProtoBytes(const Module& module) {
   ModuleProto p;
   p.set_name(module.name());
   if (module.entry()) p.set_entry(module.entry()->name());
+  for (const OutputAlias& a : module.output_aliases()) {
+    OutputAliasProto* ap = p.add_output_aliases();
+    ap->set_output(a.output);
+    ap->set_parameter(a.parameter);
+  }
   for (const auto& c : module.computations()) {
     ComputationProto* cp = p.add_computations();
     cp->set_name(c->name());

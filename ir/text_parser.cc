@@ -26,6 +26,7 @@ std::unique_ptr<Module> Parser::Run() {
     lex_.FailHere("expected 'HloModule <name>' at the start, got " + lex_.Describe());
   }
   module_ = std::make_unique<Module>(lex_.Name("a module name"));
+  if (lex_.Consume(',')) ParseModuleAttributes();
   while (!lex_.AtEnd()) ParseComputation();
   if (!module_->entry()) {
     lex_.Fail(start, "module has no ENTRY computation (mark one with 'ENTRY %name {')");
@@ -34,6 +35,42 @@ std::unique_ptr<Module> Parser::Run() {
   CheckShapes();
   VerifyWithLocations();
   return std::move(module_);
+}
+
+void Parser::ParseModuleAttributes() {
+  do {
+    const Loc at = lex_.Here();
+    const std::string key(lex_.Word());
+    if (key != "input_output_alias") {
+      lex_.Fail(at, "unknown module attribute '" + key + "' (podsim reads input_output_alias)");
+    }
+    lex_.Expect('=', "after input_output_alias");
+    lex_.Expect('{', "to open input_output_alias");
+    std::vector<OutputAlias> aliases;
+    while (!lex_.Consume('}')) {
+      if (!aliases.empty()) lex_.Expect(',', "between input_output_alias entries");
+      OutputAlias a;
+      lex_.Expect('{', "before an aliased output index ({1}: (0, {}, may-alias))");
+      a.output = lex_.Int();
+      lex_.Expect('}', "after the output index");
+      lex_.Expect(':', "after the output index");
+      lex_.Expect('(', "before the aliased parameter");
+      a.parameter = lex_.Int();
+      lex_.Expect(',', "after the parameter number");
+      lex_.Expect('{', "the parameter index (podsim's parameters are arrays: {})");
+      lex_.Expect('}', "the parameter index (podsim's parameters are arrays: {})");
+      if (lex_.Consume(',')) {
+        const Loc kind_at = lex_.Here();
+        const std::string kind(lex_.Word());
+        if (kind != "may-alias" && kind != "must-alias") {
+          lex_.Fail(kind_at, "alias kind must be may-alias or must-alias, got '" + kind + "'");
+        }
+      }
+      lex_.Expect(')', "to close an input_output_alias entry");
+      aliases.push_back(a);
+    }
+    module_->set_output_aliases(std::move(aliases));
+  } while (lex_.Consume(','));
 }
 
 void Parser::ParseComputation() {

@@ -41,6 +41,7 @@ class Parser {
   std::unique_ptr<Module> Run();
 
  private:
+  void ParseModuleAttributes();
   void ParseComputation();
 
   void ParseInstruction(Computation* c, const Instruction** root);

@@ -342,6 +342,18 @@ std::string PrintModule(const Module& module) {
   InstructionPrinter printer(&out);
   out.append("HloModule ");
   AppendName(module.name(), &out);
+  if (!module.output_aliases().empty()) {
+    // HLO's syntax: {output index}: (parameter number, {parameter index}, kind).
+    out.append(", input_output_alias={ ");
+    bool first = true;
+    for (const OutputAlias& a : module.output_aliases()) {
+      if (!first) out.append(", ");
+      first = false;
+      out.append("{" + std::to_string(a.output) + "}: (" + std::to_string(a.parameter) +
+                 ", {}, may-alias)");
+    }
+    out.append(" }");
+  }
   out.push_back('\n');
   for (const auto& c : module.computations()) {
     out.push_back('\n');

@@ -132,10 +132,41 @@ void VerifyComputation(const Module& m, const Computation& c, std::set<std::stri
 
 }  // namespace
 
+// Each donated parameter exists, is aliased once, and has the shape of its output.
+void VerifyOutputAliases(const Module& module) {
+  const Computation& entry = *module.entry();
+  const Instruction* root = entry.root();
+  const std::vector<Instruction*> params = entry.parameters();
+  std::set<int64_t> outputs, parameters;
+  for (const OutputAlias& a : module.output_aliases()) {
+    const std::string what = "input_output_alias {" + std::to_string(a.output) + "}: (" +
+                             std::to_string(a.parameter) + ")";
+    if (root == nullptr || root->opcode != Opcode::kTuple || a.output < 0 ||
+        a.output >= static_cast<int64_t>(root->operands.size())) {
+      Fail(entry, root, what + ": the entry root has no tuple element " + std::to_string(a.output));
+    }
+    const Instruction* param = nullptr;
+    for (const Instruction* p : params) {
+      if (p->parameter_number == a.parameter) param = p;
+    }
+    if (param == nullptr) {
+      Fail(entry, root, what + ": the entry has no parameter " + std::to_string(a.parameter));
+    }
+    const Shape& out = root->operand(static_cast<size_t>(a.output))->shape;
+    if (out != param->shape) {
+      Fail(entry, root, what + ": output " + out.ToString() + " cannot reuse %" + param->name +
+                            " " + param->shape.ToString());
+    }
+    if (!outputs.insert(a.output).second) Fail(entry, root, what + ": output aliased twice");
+    if (!parameters.insert(a.parameter).second) Fail(entry, root, what + ": parameter donated twice");
+  }
+}
+
 void Verify(const Module& module) {
   if (!module.entry()) throw Error("module '" + module.name() + "' has no entry computation");
   std::set<std::string> names;
   for (const auto& c : module.computations()) VerifyComputation(module, *c, names);
+  VerifyOutputAliases(module);
   // Every value the module declares, summed, fits int64 bytes: sums of live buffers (the memory
   // model, the cost analysis) then cannot overflow either.
   int64_t total = 0;

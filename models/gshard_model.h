@@ -4,8 +4,9 @@
 // encoder and in the decoder, is an MoE layer (Algorithm 2).
 //
 //   GShardModelConfig c = ToyModelConfig(/*num_devices=*/4);
-//   std::unique_ptr<ir::Module> loss = BuildGShardModelLoss(c);
-//   TrainingStep step = BuildTrainingStep(*loss, FloatParameters(*loss), {}, 4);
+//   std::set<std::string> stacked;
+//   std::unique_ptr<ir::Module> loss = BuildGShardModelLoss(c, &stacked);
+//   TrainingStep step = BuildTrainingStep(*loss, FloatParameters(*loss), {}, StepOptions(4, stacked));
 //
 // Layers (pre-LayerNorm, as Lingvo's Transformer layers), per group of S tokens cut into
 // sequences of seq_len:

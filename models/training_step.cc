@@ -26,10 +26,13 @@ std::vector<std::string> FloatParameters(const ir::Module& module) {
 
 TrainingStep BuildTrainingStep(const ir::Module& loss_module,
                                const std::vector<std::string>& trainable,
-                               const OptimizerConfig& optimizer, int64_t num_partitions,
-                               const std::string& loss,
-                               const std::set<std::string>& layer_stacked) {
+                               const OptimizerConfig& optimizer,
+                               const TrainingStepOptions& options) {
+  const int64_t num_partitions = options.num_partitions;
+  const std::string& loss = options.loss;
+  const std::set<std::string>& layer_stacked = options.layer_stacked;
   TrainingStep out;
+  out.has_gradients = options.return_gradients;
   out.trainable = trainable;
   if (num_partitions > 0) {
     std::unique_ptr<ir::Module> propagated = loss_module.Clone();
@@ -79,20 +82,31 @@ TrainingStep BuildTrainingStep(const ir::Module& loss_module,
     Builder::ScopeGuard scope(b, "optimizer");
     step = b.Parameter(number++, ir::Shape(ir::DType::kS32, {}), "step");
   }
-  std::vector<Instruction*> results(grads->operands.begin(), grads->operands.end());
+  std::vector<Instruction*> results = {grads->operands[0]};  // the loss
+  if (options.return_gradients) {
+    results.insert(results.end(), grads->operands.begin() + 1, grads->operands.end());
+  }
+  std::vector<ir::OutputAlias> aliases;
+  std::vector<int64_t> state_numbers;
   std::vector<Instruction*> new_state;
   for (size_t k = 0; k < trainable.size(); ++k) {
     Instruction* p = find(trainable[k]);
     OptimizerUpdate u = AddOptimizerUpdate(b, optimizer, p, grads->operands[1 + k], state[k], step,
                                            layer_dims(p->name));
     if (p->sharding && !u.parameter->sharding) u.parameter->sharding = p->sharding;
+    aliases.push_back({static_cast<int64_t>(results.size()), p->parameter_number});
     results.push_back(u.parameter);
     for (size_t j = 0; j < u.state.size(); ++j) {
       if (state[k][j]->sharding && !u.state[j]->sharding) u.state[j]->sharding = state[k][j]->sharding;
       new_state.push_back(u.state[j]);
+      state_numbers.push_back(state[k][j]->parameter_number);
     }
   }
-  results.insert(results.end(), new_state.begin(), new_state.end());
+  for (size_t j = 0; j < new_state.size(); ++j) {
+    aliases.push_back({static_cast<int64_t>(results.size()), state_numbers[j]});
+    results.push_back(new_state[j]);
+  }
+  out.module->set_output_aliases(std::move(aliases));
   entry->set_root(b.Tuple(results));
   out.module->RemoveDeadCode();  // the gradient tuple
   ir::Verify(*out.module);

@@ -173,6 +173,24 @@ PartitionResult PartitionSpmd(const ir::Module& module, const PartitionOptions& 
   } else {
     result.output_shardings.push_back(root.array.layout.ToSharding());
   }
+  // Donations carry over where the output's shard is the parameter's shard (same sharding);
+  // elsewhere the output needs a buffer of its own.
+  std::vector<ir::OutputAlias> aliases;
+  const Instruction* out_root = entry->root();
+  const std::vector<Instruction*> out_params = entry->parameters();
+  for (const ir::OutputAlias& a : module.output_aliases()) {
+    if (out_root == nullptr || out_root->opcode != ir::Opcode::kTuple ||
+        a.output >= static_cast<int64_t>(out_root->operands.size())) {
+      continue;
+    }
+    for (const Instruction* p : out_params) {
+      if (p->parameter_number == a.parameter &&
+          p->shape == out_root->operand(static_cast<size_t>(a.output))->shape) {
+        aliases.push_back(a);
+      }
+    }
+  }
+  result.module->set_output_aliases(std::move(aliases));
   ir::Verify(*result.module);
   return result;
 }

@@ -98,7 +98,9 @@ nlohmann::json ResultsToJson(const RunResult& r) {
                  {"message", r.memory.message},
                  {"breakdown", {{"parameters", r.memory.at_peak.parameters},
                                 {"temporaries", r.memory.at_peak.temporaries},
-                                {"outputs", r.memory.at_peak.outputs}}}};
+                                {"outputs", r.memory.at_peak.outputs}}},
+                 {"by_kind", r.memory.at_peak.by_kind},
+                 {"by_scope", r.memory.at_peak.by_scope}};
   j["fusion"] = {{"groups", r.fusion_groups},
                  {"fused_instructions", r.fused_instructions},
                  {"bytes_saved", r.fusion_bytes_saved}};
@@ -231,6 +233,20 @@ std::string Summary(const RunResult& r) {
      << FormatBytes(static_cast<double>(r.memory.at_peak.outputs)) << ")";
   if (!r.memory.peak_instruction.empty()) os << " at " << r.memory.peak_instruction;
   os << "\n";
+  // By kind, largest first (the weights / activations split of a training step).
+  std::vector<std::pair<int64_t, std::string>> kinds;
+  for (const auto& [kind, bytes] : r.memory.at_peak.by_kind) {
+    if (bytes > 0) kinds.emplace_back(-bytes, kind);
+  }
+  std::sort(kinds.begin(), kinds.end());
+  if (kinds.size() > 1) {
+    os << "    by kind:";
+    for (size_t k = 0; k < kinds.size(); ++k) {
+      os << (k ? ", " : " ") << kinds[k].second << " "
+         << FormatBytes(static_cast<double>(-kinds[k].first));
+    }
+    os << "\n";
+  }
   if (r.memory.oom) os << "  " << r.memory.message << "\n";
   if (r.links.busiest.link >= 0) {
     std::snprintf(line, sizeof(line),

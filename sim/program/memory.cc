@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -17,12 +18,22 @@ using ir::Opcode;
 
 enum class Category : uint8_t { kParameter, kTemporary, kOutput };
 
+bool StartsWith(const std::string& s, std::string_view prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+bool IsBackwardScope(const std::string& scope) { return StartsWith(scope, "backward"); }
+bool IsOptimizerScope(const std::string& scope) { return StartsWith(scope, "optimizer"); }
+std::string TopScope(const std::string& scope) { return scope.substr(0, scope.find('/')); }
+
 // One HBM allocation of a computation's execution.
 struct Allocation {
   int64_t bytes = 0;
   Category category = Category::kTemporary;
-  int64_t def = 0;       // step that allocates it (-1: before the first step)
-  int64_t last_use = 0;  // step after which it is freed
+  MemoryKind kind = MemoryKind::kActivations;
+  std::string scope;      // top-level scope of the allocating instruction
+  int64_t def = 0;        // step that allocates it (-1: before the first step)
+  int64_t last_use = 0;   // step after which it is freed
+  int64_t last_read = -1;  // the last step that reads it (for a donated parameter's end)
 };
 
 // The peak of one execution of a computation, without what is live outside it.
@@ -33,6 +44,8 @@ struct Peak {
 };
 
 using AliasMap = std::unordered_map<const Instruction*, std::vector<int32_t>>;  // value -> allocations
+// A loop's value: the allocations of each carried element.
+using ElementMap = std::unordered_map<const Instruction*, std::vector<std::vector<int32_t>>>;
 
 // The allocations of one computation plan, and which of them each value lives in. Per-op
 // behaviour is a visitor over each step's root: parameters and constants are allocated before
@@ -44,14 +57,19 @@ class BufferAssigner : public ir::ConstVisitor<void> {
 
   std::vector<Allocation> allocations;
   AliasMap alias;
+  ElementMap elements;
 
-  // Extends the life of v's allocations to `step`.
-  void Use(const Instruction* v, int64_t step) {
+  // Extends the life of v's allocations to `step`; `reader` is the instruction reading it (a
+  // forward value read by a backward step is a saved activation).
+  void Use(const Instruction* v, int64_t step, const Instruction* reader) {
     auto it = alias.find(v);
     if (it == alias.end()) return;
+    const bool backward = IsBackwardScope(reader->scope);
     for (int32_t b : it->second) {
       Allocation& a = allocations[static_cast<size_t>(b)];
       a.last_use = std::max(a.last_use, step);
+      a.last_read = std::max(a.last_read, step);
+      if (backward && a.kind == MemoryKind::kActivations) a.kind = MemoryKind::kSavedActivations;
     }
   }
   // Assigns the value(s) of step s, whose fusion group is `group`.
@@ -63,16 +81,46 @@ class BufferAssigner : public ir::ConstVisitor<void> {
 
   void HandleParameter(const Instruction& root) override {
     if (entry_) {
-      Allocate(&root, root.shape.ByteSize(), Category::kParameter, -1);
+      const MemoryKind kind = IsOptimizerScope(root.scope)             ? MemoryKind::kOptimizerState
+                              : ir::IsFloating(root.shape.dtype) && !root.shape.is_tuple
+                                  ? MemoryKind::kWeights
+                                  : MemoryKind::kInputs;
+      Allocate(&root, root.shape.ByteSize(), Category::kParameter, -1, kind);
     } else {
       alias[&root] = {};  // aliases the loop's carried tuple, counted outside
     }
   }
   void HandleConstant(const Instruction& root) override {
-    Allocate(&root, root.shape.ByteSize(), Category::kParameter, -1);
+    Allocate(&root, root.shape.ByteSize(), Category::kParameter, -1, MemoryKind::kConstants);
+  }
+  void HandleLoop(const Instruction& root) override {
+    // Each carried value in a buffer of its own, except those the body returns unchanged: they
+    // stay in the operand's buffer.
+    const ir::Computation& body = *root.body;
+    const std::vector<Instruction*> params = body.parameters();
+    const Instruction* body_root = body.root();
+    std::vector<std::vector<int32_t>> per_element;
+    std::vector<int32_t> all;
+    for (size_t k = 0; k < root.operands.size(); ++k) {
+      const bool through = body_root != nullptr && body_root->opcode == Opcode::kTuple &&
+                           k < body_root->operands.size() && k + 1 < params.size() &&
+                           body_root->operand(k) == params[k + 1];
+      std::vector<int32_t> ids;
+      if (through) {
+        auto it = alias.find(root.operand(k));
+        if (it != alias.end()) ids = it->second;
+      } else {
+        ids = {NewAllocation(root.operand(k)->shape.ByteSize(), Category::kTemporary, step_,
+                             TemporaryKind(root), TopScope(root.scope))};
+      }
+      all.insert(all.end(), ids.begin(), ids.end());
+      per_element.push_back(std::move(ids));
+    }
+    alias[&root] = all;
+    elements[&root] = std::move(per_element);
   }
   void HandlePartitionId(const Instruction& root) override {
-    Allocate(&root, 4, Category::kTemporary, step_);
+    Allocate(&root, 4, Category::kTemporary, step_, TemporaryKind(root));
   }
   void HandleTuple(const Instruction& root) override {
     std::vector<int32_t> all;
@@ -84,9 +132,12 @@ class BufferAssigner : public ir::ConstVisitor<void> {
   }
   void HandleGetTupleElement(const Instruction& root) override {
     const Instruction* t = root.operand(0);
-    if (t->opcode == Opcode::kTuple &&
-        root.tuple_index < static_cast<int64_t>(t->operands.size())) {
-      AliasOf(&root, t->operand(static_cast<size_t>(root.tuple_index)));
+    const size_t k = static_cast<size_t>(root.tuple_index);
+    auto e = elements.find(t);
+    if (t->opcode == Opcode::kTuple && k < t->operands.size()) {
+      AliasOf(&root, t->operand(k));
+    } else if (e != elements.end() && k < e->second.size()) {
+      alias[&root] = e->second[k];
     } else {
       AliasOf(&root, t);
     }
@@ -98,19 +149,28 @@ class BufferAssigner : public ir::ConstVisitor<void> {
     }
     // A multi-output fusion writes each of its outputs (sim/device/fusion.h), root last.
     for (const Instruction* o : group_->outputs) {
-      Allocate(o, o->shape.ByteSize(), Category::kTemporary, step_);
+      Allocate(o, o->shape.ByteSize(), Category::kTemporary, step_, TemporaryKind(*o));
     }
     if (group_->outputs.empty()) {
-      Allocate(&root, root.shape.ByteSize(), Category::kTemporary, step_);
+      Allocate(&root, root.shape.ByteSize(), Category::kTemporary, step_, TemporaryKind(root));
     }
   }
 
  private:
+  static MemoryKind TemporaryKind(const Instruction& i) {
+    if (IsBackwardScope(i.scope)) return MemoryKind::kBackward;
+    if (IsOptimizerScope(i.scope)) return MemoryKind::kOptimizer;
+    return MemoryKind::kActivations;
+  }
   // Parameters and constants (def -1) live to the end.
-  void Allocate(const Instruction* v, int64_t bytes, Category c, int64_t def) {
+  int32_t NewAllocation(int64_t bytes, Category c, int64_t def, MemoryKind kind,
+                        std::string scope) {
     const int64_t n = static_cast<int64_t>(cp_.steps.size());
-    allocations.push_back(Allocation{bytes, c, def, def < 0 ? n : def});
-    alias[v] = {static_cast<int32_t>(allocations.size() - 1)};
+    allocations.push_back(Allocation{bytes, c, kind, std::move(scope), def, def < 0 ? n : def});
+    return static_cast<int32_t>(allocations.size() - 1);
+  }
+  void Allocate(const Instruction* v, int64_t bytes, Category c, int64_t def, MemoryKind kind) {
+    alias[v] = {NewAllocation(bytes, c, def, kind, TopScope(v->scope))};
   }
   // v lives in `of`'s allocations.
   void AliasOf(const Instruction* v, const Instruction* of) {
@@ -155,17 +215,49 @@ class Analyzer {
       if (step.kind == StepKind::kCollective && async_) {
         read_until = plan_.collectives[static_cast<size_t>(step.collective)].done_step;
       }
-      for (const Instruction* in : group.inputs) assign.Use(in, read_until);
+      for (const Instruction* in : group.inputs) assign.Use(in, read_until, step.instr);
       assign.Assign(s, group);
     }
     // The root's allocations live to the end; in the entry they are the outputs.
-    if (const Instruction* root = cp.computation->root()) {
+    const Instruction* root = cp.computation->root();
+    if (root != nullptr) {
       auto it = assign.alias.find(root);
       if (it != assign.alias.end()) {
         for (int32_t b : it->second) {
           Allocation& a = assign.allocations[static_cast<size_t>(b)];
           a.last_use = std::max(a.last_use, n);
-          if (entry && a.category == Category::kTemporary) a.category = Category::kOutput;
+          if (entry && a.category == Category::kTemporary) {
+            a.category = Category::kOutput;
+            a.kind = MemoryKind::kOutputs;
+          }
+        }
+      }
+    }
+    if (entry && root != nullptr && root->opcode == Opcode::kTuple) {
+      // Donation: the parameter's buffer ends at its last read; the output written over it is
+      // the parameter from then on.
+      const std::vector<Instruction*> params = cp.computation->parameters();
+      for (const ir::OutputAlias& d : cp.computation->parent()->output_aliases()) {
+        const Instruction* param = nullptr;
+        for (const Instruction* p : params) {
+          if (p->parameter_number == d.parameter) param = p;
+        }
+        if (param == nullptr || d.output >= static_cast<int64_t>(root->operands.size())) continue;
+        auto pit = assign.alias.find(param);
+        auto oit = assign.alias.find(root->operand(static_cast<size_t>(d.output)));
+        if (pit == assign.alias.end() || oit == assign.alias.end() || pit->second.size() != 1) {
+          continue;
+        }
+        Allocation& p = assign.allocations[static_cast<size_t>(pit->second.front())];
+        bool separate = true;  // the output is a buffer of its own, not the parameter itself
+        for (int32_t b : oit->second) separate = separate && b != pit->second.front();
+        if (!separate) continue;
+        p.last_use = p.last_read;
+        for (int32_t b : oit->second) {
+          Allocation& o = assign.allocations[static_cast<size_t>(b)];
+          if (o.category != Category::kOutput) continue;
+          o.category = Category::kParameter;
+          o.kind = p.kind;
         }
       }
     }
@@ -223,9 +315,15 @@ class Analyzer {
         case Category::kTemporary: peak->breakdown.temporaries += a.bytes; break;
         case Category::kOutput: peak->breakdown.outputs += a.bytes; break;
       }
+      // Inside a body, the returned values are temporaries of the loop.
+      const MemoryKind kind = !entry && a.kind == MemoryKind::kOutputs ? MemoryKind::kActivations : a.kind;
+      peak->breakdown.by_kind[MemoryKindName(kind)] += a.bytes;
+      peak->breakdown.by_scope[a.scope] += a.bytes;
     }
     peak->breakdown.parameters += peak_body.breakdown.parameters;
     peak->breakdown.temporaries += peak_body.breakdown.temporaries + peak_body.breakdown.outputs;
+    for (const auto& [k, v] : peak_body.breakdown.by_kind) peak->breakdown.by_kind[k] += v;
+    for (const auto& [k, v] : peak_body.breakdown.by_scope) peak->breakdown.by_scope[k] += v;
     if (!entry) {
       // Inside a body everything is a temporary of the loop.
       peak->breakdown.temporaries += peak->breakdown.outputs;
@@ -239,6 +337,21 @@ class Analyzer {
 };
 
 }  // namespace
+
+const char* MemoryKindName(MemoryKind k) {
+  switch (k) {
+    case MemoryKind::kWeights: return "weights";
+    case MemoryKind::kOptimizerState: return "optimizer_state";
+    case MemoryKind::kInputs: return "inputs";
+    case MemoryKind::kConstants: return "constants";
+    case MemoryKind::kActivations: return "activations";
+    case MemoryKind::kSavedActivations: return "saved_activations";
+    case MemoryKind::kBackward: return "backward";
+    case MemoryKind::kOptimizer: return "optimizer";
+    case MemoryKind::kOutputs: return "outputs";
+  }
+  return "?";
+}
 
 MemoryResult AnalyzeMemory(const ProgramPlan& plan, double capacity_bytes, bool async_collectives) {
   Analyzer analyzer(plan, async_collectives);

@@ -13,13 +13,18 @@
 //    that reads its result); its result is allocated when it starts.
 //  - Buffers the entry's root returns are "outputs" and live to the end (a returned parameter
 //    stays a parameter). Everything else is a "temporary" (activations).
-//  - A loop allocates its carried tuple (the loop's value) when it starts; its operands are
-//    freed after it as usual (no donation). While the loop runs, the body's own peak (its
-//    temporaries; its parameters alias the carried tuple) adds to what is live outside.
+//  - Donation (ir::OutputAlias): a donated parameter is freed after its last read, and the
+//    output written over it counts as a parameter from its definition on (a training step's
+//    updated weights take the weights' place).
+//  - A loop allocates each carried value when it starts, except those its body passes through
+//    unchanged (stacked weights, the encoder output), which stay in their operand's buffer; the
+//    operands are freed after it as usual. While the loop runs, the body's own peak (its
+//    temporaries; its parameters alias the carried values) adds to what is live outside.
 // The peak is the largest total over all steps (a step's inputs and its output are live
 // together); the breakdown is taken at the first step that reaches it.
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "sim/program/program_plan.h"
@@ -27,11 +32,32 @@
 namespace podsim::sim {
 
 struct MemoryBreakdown {
-  int64_t parameters = 0;   // entry parameters and constants
+  int64_t parameters = 0;   // entry parameters and constants (and donated outputs in their place)
   int64_t temporaries = 0;  // activations and intermediate values, loop bodies included
-  int64_t outputs = 0;      // values the program returns
+  int64_t outputs = 0;      // values the program returns (not donated)
   int64_t total() const { return parameters + temporaries + outputs; }
+  // The same bytes by kind (MemoryKindName) and by the top-level name scope of the instruction
+  // that allocated them ("" for none); each sums to total().
+  std::map<std::string, int64_t> by_kind;
+  std::map<std::string, int64_t> by_scope;
 };
+
+// What a buffer holds, for a training step's breakdown (Figure 7's weights and activations):
+//   weights          float entry parameters outside optimizer scopes, and their donated updates
+//   optimizer_state  entry parameters in "optimizer" scopes (their updates likewise)
+//   inputs           integer entry parameters (token ids, labels, the step)
+//   constants        literals
+//   activations      forward temporaries the backward pass does not read
+//   saved_activations  forward temporaries a "backward" step reads (what the backward pass needs
+//                    from the forward; with layer loops, the saved per-iteration inputs)
+//   backward         temporaries of "backward" scopes (activation and weight gradients)
+//   optimizer        temporaries of "optimizer" scopes
+//   outputs          returned values that are not donated
+enum class MemoryKind : uint8_t {
+  kWeights, kOptimizerState, kInputs, kConstants, kActivations, kSavedActivations, kBackward,
+  kOptimizer, kOutputs
+};
+const char* MemoryKindName(MemoryKind k);
 
 struct MemoryResult {
   int64_t peak_bytes = 0;

@@ -82,8 +82,12 @@ void BM_TrainingStep(benchmark::State& state) {
       models::BuildGShardModelLoss(models::PaperModelConfig(d, 36), &stacked);
   int64_t instructions = 0;
   for (auto _ : state) {
+    models::TrainingStepOptions options;
+    options.num_partitions = d;
+    options.layer_stacked = stacked;
+    options.return_gradients = false;
     models::TrainingStep step = models::BuildTrainingStep(
-        *loss, models::FloatParameters(*loss), models::OptimizerConfig{}, d, "", stacked);
+        *loss, models::FloatParameters(*loss), models::OptimizerConfig{}, options);
     partitioner::PartitionResult r = partitioner::PropagateAndPartition(*step.module, d);
     instructions = r.module->InstructionCount();
     benchmark::DoNotOptimize(r.module.get());

@@ -172,7 +172,8 @@ TEST_CASE("whole model: the partitioned training step equals the unpartitioned o
     std::set<std::string> stacked;
     auto loss = BuildGShardModelLoss(ToyModelConfig(d), &stacked);
     TrainingStep s =
-        BuildTrainingStep(*loss, FloatParameters(*loss), OptimizerConfig{}, d, "", stacked);
+        BuildTrainingStep(*loss, FloatParameters(*loss), OptimizerConfig{},
+                          StepOptions(d, stacked));
     const partitioner::PartitionResult spmd = partitioner::PropagateAndPartition(*s.module, d);
     const partitioner::EquivalenceReport report =
         partitioner::CompareSpmd(*s.module, spmd, StepArguments(s, 9));
@@ -205,7 +206,8 @@ std::map<std::string, int> Collectives(const ir::Module& m) {
 TEST_CASE("whole model: the SPMD training step has the collectives of data + expert parallelism") {
   std::set<std::string> stacked;
   auto loss = BuildGShardModelLoss(ToyModelConfig(4), &stacked);
-  TrainingStep s = BuildTrainingStep(*loss, FloatParameters(*loss), OptimizerConfig{}, 4, "", stacked);
+  TrainingStep s = BuildTrainingStep(*loss, FloatParameters(*loss), OptimizerConfig{},
+                                     StepOptions(4, stacked));
   const partitioner::PartitionResult spmd = partitioner::PropagateAndPartition(*s.module, 4);
   // Forward (the layer loops, "save"): per side the MoE layer's dispatch and combine AllToAlls
   // and the scalar AllReduce of its auxiliary loss (a mean over the split groups); the mean
@@ -233,6 +235,10 @@ TEST_CASE("whole model: the SPMD training step has the collectives of data + exp
       {"all-reduce main optimizer/decoder.l0.wi", 2},
       {"all-reduce main optimizer/decoder.l0.wo", 2}};
   CHECK(Collectives(*spmd.module) == want);
+  // Every update keeps its parameter's sharding, so every donation carries over to the SPMD
+  // program (34 weights, 54 state tensors).
+  CHECK(s.module->output_aliases().size() == 34 + 54);
+  CHECK(spmd.module->output_aliases() == s.module->output_aliases());
 }
 
 TEST_CASE("whole model: a stacked weight's gradient is accumulated one layer slice at a time") {
@@ -244,7 +250,8 @@ TEST_CASE("whole model: a stacked weight's gradient is accumulated one layer sli
   c.num_layers = 8;  // 4 layers per side, R = 4
   std::set<std::string> stacked;
   auto loss = BuildGShardModelLoss(c, &stacked);
-  TrainingStep s = BuildTrainingStep(*loss, FloatParameters(*loss), OptimizerConfig{}, 0, "", stacked);
+  TrainingStep s = BuildTrainingStep(*loss, FloatParameters(*loss), OptimizerConfig{},
+                                     StepOptions(0, stacked));
   std::set<std::vector<int64_t>> stack_shapes;
   for (const std::string& name : stacked) stack_shapes.insert(Param(*s.module, name)->shape.dims);
   int updates = 0;
@@ -267,7 +274,8 @@ TEST_CASE("whole model: the training step keeps Adafactor state per layer of a s
   c.num_layers = 4;  // 2 layers per side
   std::set<std::string> stacked;
   auto loss = BuildGShardModelLoss(c, &stacked);
-  TrainingStep s = BuildTrainingStep(*loss, FloatParameters(*loss), OptimizerConfig{}, 0, "", stacked);
+  TrainingStep s = BuildTrainingStep(*loss, FloatParameters(*loss), OptimizerConfig{},
+                                     StepOptions(0, stacked));
   // A vector stack [2, M] keeps one unfactored statistic per element, like two vectors.
   bool found = false;
   for (const OptimizerSlot& slot : s.state) {

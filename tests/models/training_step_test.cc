@@ -92,6 +92,19 @@ TEST_CASE("training step: parameters, root and scopes") {
   CHECK(trainable[12] == "wi");
   REQUIRE(wi->sharding.has_value());
   CHECK(wi->sharding->tile_dims == std::vector<int64_t>{4, 1, 1});
+  // Every updated weight and state tensor is donated: written over its parameter.
+  REQUIRE(s.module->output_aliases().size() == static_cast<size_t>(n + 2 * n));
+  CHECK(s.module->output_aliases()[0].output == s.UpdatedParameterIndex(0));
+  CHECK(s.module->output_aliases()[0].parameter == params[2]->parameter_number);
+  CHECK(s.module->output_aliases()[n].output == s.UpdatedStateIndex(0));
+  CHECK(s.module->output_aliases()[n].parameter == s.num_model_parameters);
+  // Without the gradients the updates follow the loss directly.
+  TrainingStepOptions lean;
+  lean.return_gradients = false;
+  TrainingStep l = BuildTrainingStep(*loss, trainable, OptimizerConfig{}, lean);
+  CHECK(l.UpdatedParameterIndex(0) == 1);
+  CHECK(l.module->entry()->root()->operands.size() == static_cast<size_t>(1 + n + 2 * n));
+  CHECK(l.module->output_aliases().front().output == 1);
   // Round trip through the text format.
   auto reparsed = ir::ParseModule(ir::PrintModule(*s.module));
   CHECK(ir::PrintModule(*reparsed) == ir::PrintModule(*s.module));
@@ -163,7 +176,7 @@ TEST_CASE("training step: partitioned on 2, 4 and 8 partitions equals the unpart
   for (int64_t d : {2, 4, 8}) {
     CAPTURE(d);
     auto loss = BuildMoeLayerPairLoss(Toy(d), ToyLoss());
-    TrainingStep s = BuildTrainingStep(*loss, FloatParameters(*loss), OptimizerConfig{}, d);
+    TrainingStep s = BuildTrainingStep(*loss, FloatParameters(*loss), OptimizerConfig{}, StepOptions(d));
     const partitioner::PartitionResult spmd = partitioner::PropagateAndPartition(*s.module, d);
     const partitioner::EquivalenceReport report =
         partitioner::CompareSpmd(*s.module, spmd, StepArguments(s, 9, 3));
@@ -186,7 +199,7 @@ std::map<std::string, int> Collectives(const ir::Module& m) {
 
 TEST_CASE("training step: the SPMD program has the collectives of a data + expert parallel step") {
   auto loss = BuildMoeLayerPairLoss(Toy(4), ToyLoss());
-  TrainingStep s = BuildTrainingStep(*loss, FloatParameters(*loss), OptimizerConfig{}, 4);
+  TrainingStep s = BuildTrainingStep(*loss, FloatParameters(*loss), OptimizerConfig{}, StepOptions(4));
   const partitioner::PartitionResult spmd = partitioner::PropagateAndPartition(*s.module, 4);
   const std::map<std::string, int> got = Collectives(*spmd.module);
   // Forward: the MoE layer's two AllToAlls (dispatch, combine); the two scalar means over the

@@ -157,5 +157,120 @@ TEST_CASE("loop bodies add their temporaries to what is live outside") {
   CHECK(r.at_peak.outputs == 1024);
 }
 
+
+// A carried value the body returns unchanged (a layer loop's stacked weights) stays in its
+// operand's buffer: entry p0 f32[256] (1 KiB), w f32[1024] (4 KiB); l = loop(p0, w) x3, the body
+// as above but returning (r, w). At the body's peak: p0 + w (parameters, 5 KiB) + the carried
+// x (1 KiB) + the body's big + r (5 KiB) = 11 KiB; a copy of w would make it 15 KiB.
+TEST_CASE("a loop's passed-through carried values are not copied") {
+  ir::Module m("loop");
+  ir::Computation* body = m.AddComputation("body");
+  {
+    Builder b(body);
+    b.Parameter(0, Shape(DType::kS32, {}), "i");
+    auto* c = b.Parameter(1, Shape(DType::kF32, {256}), "c");
+    auto* w = b.Parameter(2, Shape(DType::kF32, {1024}), "w");
+    auto* r = b.Reduce(b.Broadcast(c, {4, 256}, {1}), {0}, ir::ReduceKind::kAdd);
+    b.Tuple({r, w});
+  }
+  Builder b(m.AddComputation("main", true));
+  auto* p0 = b.Parameter(0, Shape(DType::kF32, {256}), "p0");
+  auto* w = b.Parameter(1, Shape(DType::kF32, {1024}), "w");
+  auto* l = b.Loop({p0, w}, body, 3);
+  b.GetTupleElement(l, 0);
+  const MemoryResult r = Analyze(m, 1, 1e9, true);
+  CHECK(r.peak_bytes == 11 * 1024);
+  CHECK(r.at_peak.parameters == 5 * 1024);
+  CHECK(r.at_peak.by_kind.at("weights") == 5 * 1024);
+}
+
+// Donation (ir::OutputAlias): w f32[256] (1 KiB) is updated to u = w + w, written over w.
+//   u = add(w, w)            w u              2 KiB   (w's last read: freed after, donated)
+//   big = broadcast(u) [4,256]  u big         5 KiB
+//   out = reduce(big)        u big out        6 KiB   <- peak; root tuple(u, out), {0}: (0)
+// Without the alias w lives to the end and the peak is 7 KiB.
+TEST_CASE("a donated parameter is freed after its last read; its output takes its place") {
+  ir::Module m("update");
+  Builder b(m.AddComputation("main", true));
+  auto* w = b.Parameter(0, Shape(DType::kF32, {256}), "w");
+  auto* u = b.Add(w, w);
+  auto* big = b.Broadcast(u, {4, 256}, {1});
+  auto* out = b.Reduce(big, {0}, ir::ReduceKind::kAdd);
+  b.Tuple({u, out});
+  m.set_output_aliases({{0, 0}});
+  const MemoryResult donated = Analyze(m, 1, 1e9, true);
+  CHECK(donated.peak_bytes == 6 * 1024);
+  CHECK(donated.at_peak.parameters == 1024);  // u, in w's place
+  CHECK(donated.at_peak.temporaries == 4096);
+  CHECK(donated.at_peak.outputs == 1024);
+  CHECK(donated.at_peak.by_kind.at("weights") == 1024);
+  CHECK(donated.at_peak.by_kind.at("activations") == 4096);
+  CHECK(donated.at_peak.by_kind.at("outputs") == 1024);
+  m.set_output_aliases({});
+  CHECK(Analyze(m, 1, 1e9, true).peak_bytes == 7 * 1024);
+}
+
+// Kinds by scope: a = exp(w) in the forward, read by a "backward/ffn" step, is a saved
+// activation; the backward step's own result is "backward", an "optimizer/w" one "optimizer".
+//   a = exp(w)                  w a          2 KiB
+//   g = mul(a, a)  backward/ffn    w a g     3 KiB
+//   n = sub(w, g)  optimizer/w     w g n     3 KiB (a freed after g)
+//   t = broadcast(n) [4,256] optimizer/w  w n t  6 KiB  <- peak; root t
+TEST_CASE("the breakdown by kind and scope: saved activations, backward, optimizer") {
+  ir::Module m("kinds");
+  Builder b(m.AddComputation("main", true));
+  auto* w = b.Parameter(0, Shape(DType::kF32, {256}), "w");
+  b.set_scope("ffn");
+  auto* a = b.Exp(w);
+  b.set_scope("backward/ffn");
+  auto* g = b.Mul(a, a);
+  b.set_scope("optimizer/w");
+  auto* n = b.Sub(w, g);
+  b.Broadcast(n, {4, 256}, {1});
+  const MemoryResult r = Analyze(m, 1, 1e9, true);
+  CHECK(r.peak_bytes == 6 * 1024);
+  const MemoryBreakdown& k = r.at_peak;
+  CHECK(k.by_kind.at("weights") == 1024);
+  CHECK(k.by_kind.at("optimizer") == 1024);  // n
+  CHECK(k.by_kind.at("outputs") == 4096);    // t
+  CHECK(k.by_scope.at("optimizer") == 1024 + 4096);
+  // At the second step a is live and read by the backward: a saved activation.
+  ir::Module m2("kinds2");
+  Builder b2(m2.AddComputation("main", true));
+  auto* w2 = b2.Parameter(0, Shape(DType::kF32, {256}), "w");
+  b2.set_scope("ffn");
+  auto* a2 = b2.Exp(w2);
+  b2.set_scope("backward/ffn");
+  b2.Broadcast(b2.Mul(a2, a2), {4, 256}, {1});
+  // mul: w a2 g (3 KiB); broadcast: w g out (6 KiB) <- peak, a2 freed. Peak kinds: weights,
+  // backward (g), outputs.
+  const MemoryResult r2 = Analyze(m2, 1, 1e9, true);
+  CHECK(r2.peak_bytes == 6 * 1024);
+  CHECK(r2.at_peak.by_kind.at("backward") == 1024);
+  CHECK(r2.at_peak.by_kind.count("saved_activations") == 0);
+  CHECK(r2.at_peak.by_scope.at("backward") == 1024 + 4096);
+}
+
+TEST_CASE("saved activations: forward values the backward reads, live into it") {
+  // a = exp(w) (ffn); b = broadcast(w) [4,256] (ffn, 4 KiB, a forward temporary the backward
+  // never reads); c = reduce(b) (ffn); g = mul(a, c) (backward/ffn).
+  // At c: w a big c = 7 KiB <- peak; a and c are read by g: saved_activations 2 KiB; big is
+  // not: activations 4 KiB.
+  ir::Module m("saved");
+  Builder b(m.AddComputation("main", true));
+  auto* w = b.Parameter(0, Shape(DType::kF32, {256}), "w");
+  b.set_scope("ffn");
+  auto* a = b.Exp(w);
+  auto* big = b.Broadcast(w, {4, 256}, {1});
+  auto* c = b.Reduce(big, {0}, ir::ReduceKind::kAdd);
+  b.set_scope("backward/ffn");
+  b.Mul(a, c);
+  const MemoryResult r = Analyze(m, 1, 1e9, true);
+  CHECK(r.peak_bytes == 7 * 1024);  // at c: w a big c
+  CHECK(r.at_peak.by_kind.at("saved_activations") == 2048);
+  CHECK(r.at_peak.by_kind.at("activations") == 4096);
+  CHECK(r.at_peak.by_scope.at("ffn") == 6 * 1024);
+}
+
 }  // namespace
 }  // namespace podsim::sim
