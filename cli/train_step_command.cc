@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/module_io.h"
 #include "cli/options.h"
+#include "ir/autodiff.h"
 #include "ir/text.h"
 #include "models/gshard_model.h"
 #include "models/moe_loss.h"
@@ -59,6 +60,9 @@ int TrainStepCommand(const Args& args) {
       "toy", "toy sizes instead of the paper's")(
       "optimizer", po::value<std::string>(), "adafactor (default), adam or sgd")(
       "gradients", "also return the gradients (their memory then lasts to the step's end)")(
+      "remat", po::value<std::string>()->default_value("per-layer"),
+      "what layer loops save for the backward pass: none (every value), selective (matmul\n"
+      "outputs), per-layer (each layer's input; the rest recomputed)")(
       "output,o", po::value<std::string>(), "write the module here (.hlo text or .pb)");
   po::positional_options_description pos;
   po::variables_map vm;
@@ -135,12 +139,17 @@ int TrainStepCommand(const Args& args) {
   step_options.num_partitions = d;
   step_options.layer_stacked = stacked;
   step_options.return_gradients = vm.count("gradients") > 0;
+  try {
+    step_options.remat = ir::ParseLoopRemat(vm["remat"].as<std::string>());
+  } catch (const Error& e) {
+    throw ConfigError(std::string("--remat: ") + e.what());
+  }
   models::TrainingStep step = models::BuildTrainingStep(
       *loss_module, models::FloatParameters(*loss_module), optimizer, step_options);
   std::cerr << "train-step: " << step.trainable.size() << " weights, " << step.state.size()
             << " " << models::OptimizerName(optimizer.kind) << " state tensors, "
             << step.module->InstructionCount() << " instructions, annotated for " << d
-            << " partitions\n";
+            << " partitions, remat " << ir::LoopRematName(step_options.remat) << "\n";
   if (vm.count("output")) {
     SaveModule(*step.module, vm["output"].as<std::string>());
   } else {

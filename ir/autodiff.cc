@@ -38,8 +38,24 @@ using autodiff::NeededFor;
 using autodiff::Where;
 using autodiff::Zeros;
 
+const char* LoopRematName(LoopRemat r) {
+  switch (r) {
+    case LoopRemat::kIterationInputs: return "per-layer";
+    case LoopRemat::kDots: return "selective";
+    case LoopRemat::kAll: return "none";
+  }
+  return "?";
+}
+
+LoopRemat ParseLoopRemat(const std::string& name) {
+  for (LoopRemat r : {LoopRemat::kIterationInputs, LoopRemat::kDots, LoopRemat::kAll}) {
+    if (name == LoopRematName(r)) return r;
+  }
+  throw Error("remat policy '" + name + "' is not one of none, selective, per-layer");
+}
+
 std::unique_ptr<Module> Differentiate(const Module& module, const std::vector<std::string>& wrt,
-                                      const std::string& loss) {
+                                      const std::string& loss, LoopRemat remat) {
   const Computation* entry = module.entry();
   if (entry == nullptr) throw Error("differentiate: module '" + module.name() + "' has no entry computation");
   const std::vector<Instruction*> params = entry->parameters();
@@ -82,7 +98,7 @@ std::unique_ptr<Module> Differentiate(const Module& module, const std::vector<st
   }
 
   auto out = std::make_unique<Module>(module.name());
-  Differentiator d(*out);
+  Differentiator d(*out, remat);
   for (const auto& c : module.computations()) {
     if (c.get() != entry) d.computations()[c.get()] = out->AddComputation(c->name());
   }

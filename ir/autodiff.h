@@ -18,7 +18,8 @@
 //    carried values each iteration starts from (not those the body passes through unchanged);
 //    a backward loop runs the iterations in reverse, recomputes the body from the saved values
 //    and applies the body's vector-Jacobian product (one forward recomputation of each
-//    iteration, GShard's and Lingvo's per-layer rematerialisation of a repeated layer).
+//    iteration, GShard's and Lingvo's per-layer rematerialisation of a repeated layer; LoopRemat
+//    below saves more and recomputes less).
 // An op with no rule (a collective, a manual region, sort, a convolution with
 // feature_group_count > 1, a max / min window with negative padding) is an error that names the
 // op and the instruction, never a silent zero.
@@ -31,10 +32,27 @@
 
 namespace podsim::ir {
 
+// What a counted loop's forward saves for its backward loop (rematerialisation):
+//   kIterationInputs  the carried values each iteration starts from; the backward loop
+//                     recomputes the whole body from them ("per-layer": one extra forward pass)
+//   kDots             also every dot and convolution output that depends on them; the backward
+//                     loop recomputes only the rest (elementwise ops, softmax, reshapes), as
+//                     JAX's checkpoint_dots policy ("selective")
+//   kAll              every value of the body that depends on the carried values and that a
+//                     gradient rule reads; the backward loop recomputes nothing of the
+//                     activations ("none")
+// Values that depend only on the iteration counter and passed-through values (a layer's slice
+// of stacked weights) are never saved: saving them would copy the weights once per iteration.
+enum class LoopRemat { kIterationInputs, kDots, kAll };
+const char* LoopRematName(LoopRemat r);  // "per-layer", "selective", "none"
+// Parses a LoopRematName; throws podsim::Error listing the names.
+LoopRemat ParseLoopRemat(const std::string& name);
+
 // Differentiates `loss` (an entry instruction of float scalar shape; "" = the entry's root) with
 // respect to the entry parameters named in `wrt` (float arrays). Throws podsim::Error naming the
 // parameter or instruction at fault.
 std::unique_ptr<Module> Differentiate(const Module& module, const std::vector<std::string>& wrt,
-                                      const std::string& loss = "");
+                                      const std::string& loss = "",
+                                      LoopRemat remat = LoopRemat::kIterationInputs);
 
 }  // namespace podsim::ir

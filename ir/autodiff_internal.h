@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "ir/autodiff.h"
 #include "ir/builder.h"
 #include "ir/module.h"
 
@@ -49,6 +50,8 @@ struct Adjoint {
 struct SavedLoop {
   Instruction* loop = nullptr;   // carried values 0..n-1, then the stacks
   std::vector<int64_t> stack_of;  // per carried value: its stack's tuple index; -1: passed through
+  // Body values saved per iteration (LoopRemat kDots, kAll) and their stacks' tuple indices.
+  std::vector<std::pair<const Instruction*, int64_t>> values;
 };
 
 // One emission of a source computation into a target one. Keys are source instructions.
@@ -73,17 +76,18 @@ inline std::unordered_set<const Instruction*> NeededFor(const Computation& c,
 
 class Differentiator {
  public:
-  explicit Differentiator(Module& out) : out_(out) {}
+  Differentiator(Module& out, LoopRemat remat) : out_(out), remat_(remat) {}
   std::unordered_map<const Computation*, Computation*>& computations() { return comp_map_; }
 
-  // Emits the instructions of `src` into `b` in order, except parameters already mapped.
-  // Marks as active those that depend on an active one; a loop that is active and `needed`
-  // is emitted with the stacks its gradient needs.
+  // Emits the instructions of `src` into `b` in order, except those already mapped (parameters,
+  // saved values). Marks as active those that depend on an active one; a loop that is active
+  // and `needed` is emitted with the stacks its gradient needs.
   void EmitForward(const Computation& src, Builder& b, Frame& f,
                    const std::unordered_set<const Instruction*>& needed) {
     for (const auto& owned : src.instructions()) {
       const Instruction& i = *owned;
-      if (i.opcode == Opcode::kParameter ? f.value.count(&i) > 0 : !needed.count(&i)) continue;
+      const bool mapped = f.value.count(&i) > 0;
+      if (i.opcode == Opcode::kParameter ? mapped : !mapped && !needed.count(&i)) continue;
       if (CarriesGradient(i.shape)) {
         for (const Instruction* o : i.operands) {
           if (f.active.count(o)) {
@@ -92,6 +96,7 @@ class Differentiator {
           }
         }
       }
+      if (mapped) continue;
       if (i.opcode == Opcode::kLoop && f.active.count(&i) && needed.count(&i)) {
         EmitSavingLoop(i, b, f);
         continue;
@@ -120,6 +125,7 @@ class Differentiator {
   void EmitSavingLoop(const Instruction& loop, Builder& b, Frame& f);
 
   Module& out_;
+  LoopRemat remat_;
   std::unordered_map<const Computation*, Computation*> comp_map_;  // source -> copy
 };
 

@@ -3,6 +3,7 @@
 // runs the iterations in reverse, recomputing each from its saved values.
 
 #include <cstdint>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -31,6 +32,46 @@ void Differentiator::EmitSavingLoop(const Instruction& loop, Builder& b, Frame& 
     carried.push_back(Zeros(b, stacked));
   }
 
+  // Body values saved per iteration (remat_ != kIterationInputs), in body order.
+  if (remat_ != LoopRemat::kIterationInputs) {
+    const std::unordered_set<const Instruction*> needed = NeededFor(body, {root});
+    std::unordered_set<const Instruction*> varying, active;
+    for (int64_t k = 0; k < n; ++k) {
+      const Instruction* p = params[static_cast<size_t>(k + 1)];
+      if (saved.stack_of[static_cast<size_t>(k)] >= 0) varying.insert(p);
+      if (CarriesGradient(p->shape)) active.insert(p);
+    }
+    std::unordered_set<const Instruction*> read;  // what the gradient rules may read
+    for (const auto& owned : body.instructions()) {
+      const Instruction* i = owned.get();
+      if (i->opcode == Opcode::kParameter) continue;
+      bool v = false, a = false;
+      for (const Instruction* o : i->operands) {
+        v = v || varying.count(o) > 0;
+        a = a || active.count(o) > 0;
+      }
+      if (v) varying.insert(i);
+      if (a && CarriesGradient(i->shape)) {
+        active.insert(i);
+        read.insert(i);
+        read.insert(i->operands.begin(), i->operands.end());
+      }
+    }
+    for (const auto& owned : body.instructions()) {
+      const Instruction* i = owned.get();
+      if (i->opcode == Opcode::kParameter || i->shape.is_tuple || !needed.count(i) ||
+          !varying.count(i)) {
+        continue;
+      }
+      const bool dot = i->opcode == Opcode::kDot || i->opcode == Opcode::kConvolution;
+      if (remat_ == LoopRemat::kDots ? !dot : !read.count(i)) continue;
+      saved.values.emplace_back(i, n + stacks++);
+      Shape stacked = i->shape;
+      stacked.dims.insert(stacked.dims.begin(), trips);
+      carried.push_back(Zeros(b, stacked));
+    }
+  }
+
   Computation* save = out_.AddComputation(FreshComputationName(body.name() + ".save"));
   Builder sb(save);
   Frame g;
@@ -47,22 +88,28 @@ void Differentiator::EmitSavingLoop(const Instruction& loop, Builder& b, Frame& 
     if (s < 0) continue;
     stack_params.push_back(sb.Parameter(s + 1, carried[static_cast<size_t>(s)]->shape, "stack"));
   }
+  for (const auto& [v, s] : saved.values) {
+    stack_params.push_back(sb.Parameter(s + 1, carried[static_cast<size_t>(s)]->shape, "saved"));
+  }
   EmitForward(body, sb, g, NeededFor(body, {root}));
   std::vector<Instruction*> next;
   for (int64_t k = 0; k < n; ++k) {
     next.push_back(root->opcode == Opcode::kTuple ? g.value.at(root->operand(static_cast<size_t>(k)))
                                                   : sb.GetTupleElement(g.value.at(root), k));
   }
-  for (int64_t k = 0, j = 0; k < n; ++k) {
-    if (saved.stack_of[static_cast<size_t>(k)] < 0) continue;
-    Instruction* x = sparams[static_cast<size_t>(k + 1)];
+  // Writes x into row `iteration` of stack j.
+  size_t j = 0;
+  auto push = [&](Instruction* x) {
     std::vector<int64_t> one = x->shape.dims;
     one.insert(one.begin(), 1);
     std::vector<Instruction*> starts{sparams[0]};
     for (size_t d = 0; d < x->shape.dims.size(); ++d) starts.push_back(S32(sb, 0));
-    next.push_back(sb.DynamicUpdateSlice(stack_params[static_cast<size_t>(j++)],
-                                         sb.Reshape(x, one), starts));
+    next.push_back(sb.DynamicUpdateSlice(stack_params[j++], sb.Reshape(x, one), starts));
+  };
+  for (int64_t k = 0; k < n; ++k) {
+    if (saved.stack_of[static_cast<size_t>(k)] >= 0) push(sparams[static_cast<size_t>(k + 1)]);
   }
+  for (const auto& [v, s] : saved.values) push(g.value.at(v));
   save->set_root(sb.Tuple(next));
 
   saved.loop = b.Loop(carried, save, trips);
@@ -104,14 +151,19 @@ std::vector<Instruction*> LoopVjp(Differentiator& d, Builder& b, Frame& f, const
   }
   const int64_t through_at = static_cast<int64_t>(init.size());
   for (int64_t k : through) init.push_back(f.value.at(i.operand(static_cast<size_t>(k))));
+  const int64_t saved_at = static_cast<int64_t>(init.size());
+  for (const auto& [v, s] : saved.values) init.push_back(b.GetTupleElement(saved.loop, s));
 
   Computation* grad = d.out().AddComputation(d.FreshComputationName(body.name() + ".grad"));
   Builder gb(grad);
   std::vector<Instruction*> gp;
   gp.push_back(gb.Parameter(0, Shape(DType::kS32, {}), "reverse_iteration"));
   for (size_t k = 0; k < init.size(); ++k) {
-    gp.push_back(gb.Parameter(static_cast<int64_t>(k + 1), init[k]->shape,
-                              k < floats.size() ? "adjoint" : k < static_cast<size_t>(through_at) ? "stack" : "carried"));
+    const char* role = k < floats.size()                      ? "adjoint"
+                       : k < static_cast<size_t>(through_at) ? "stack"
+                       : k < static_cast<size_t>(saved_at)   ? "carried"
+                                                             : "saved";
+    gp.push_back(gb.Parameter(static_cast<int64_t>(k + 1), init[k]->shape, role));
   }
   Frame h;
   h.value[params[0]] = gb.Sub(S32(gb, trips - 1), gp[0]);
@@ -130,6 +182,16 @@ std::vector<Instruction*> LoopVjp(Differentiator& d, Builder& b, Frame& f, const
     }
     h.value[params[static_cast<size_t>(k + 1)]] = v;
     if (CarriesGradient(shape)) h.active.insert(params[static_cast<size_t>(k + 1)]);
+  }
+  // Saved values are read from their stacks; only the rest is recomputed.
+  for (size_t q = 0; q < saved.values.size(); ++q) {
+    const Instruction* v = saved.values[q].first;
+    std::vector<Instruction*> starts{h.value.at(params[0])};
+    std::vector<int64_t> one = v->shape.dims;
+    one.insert(one.begin(), 1);
+    for (size_t dim = 0; dim < v->shape.dims.size(); ++dim) starts.push_back(S32(gb, 0));
+    Instruction* stack = gp[static_cast<size_t>(saved_at) + q + 1];
+    h.value[v] = gb.Reshape(gb.DynamicSlice(stack, starts, one), v->shape.dims);
   }
   d.EmitForward(body, gb, h, NeededFor(body, {root}));
   Adjoint& seed = h.adjoint[root];

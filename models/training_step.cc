@@ -37,9 +37,9 @@ TrainingStep BuildTrainingStep(const ir::Module& loss_module,
   if (num_partitions > 0) {
     std::unique_ptr<ir::Module> propagated = loss_module.Clone();
     partitioner::PropagateShardings(*propagated, num_partitions);
-    out.module = ir::Differentiate(*propagated, trainable, loss);
+    out.module = ir::Differentiate(*propagated, trainable, loss, options.remat);
   } else {
-    out.module = ir::Differentiate(loss_module, trainable, loss);
+    out.module = ir::Differentiate(loss_module, trainable, loss, options.remat);
   }
   out.module->set_name(loss_module.name() + "_train_step");
   ir::Computation* entry = out.module->entry();

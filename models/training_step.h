@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/autodiff.h"
 #include "ir/module.h"
 #include "models/optimizer.h"
 
@@ -40,6 +41,9 @@ struct TrainingStepOptions {
   // Also return the gradients (for tests and checks). A training step as a framework runs it
   // returns only the loss and the updated values, so its gradients die after the update.
   bool return_gradients = true;
+  // What the layer loops save for the backward pass (ir::LoopRemat): per-layer recomputation by
+  // default.
+  ir::LoopRemat remat = ir::LoopRemat::kIterationInputs;
 };
 
 // Options with num_partitions and layer_stacked set, the rest defaults.

@@ -58,6 +58,27 @@ class BufferAssigner : public ir::ConstVisitor<void> {
   std::vector<Allocation> allocations;
   AliasMap alias;
   ElementMap elements;
+  // A loop's carried value and the operand it starts from: if the loop is the operand's last
+  // reader, the loop updates the operand's buffer in place (as XLA's while loops do).
+  struct InPlace {
+    int64_t step;
+    std::vector<int32_t> operand;
+    int32_t carried;
+  };
+  std::vector<InPlace> in_place;
+
+  // Merges each carried value into its operand's buffer where the loop is the operand's last
+  // reader (called once every use is known).
+  void ReuseDeadLoopOperands() {
+    for (const InPlace& p : in_place) {
+      if (p.operand.size() != 1) continue;
+      Allocation& o = allocations[static_cast<size_t>(p.operand.front())];
+      Allocation& c = allocations[static_cast<size_t>(p.carried)];
+      if (o.def < 0 || o.last_use != p.step || o.bytes != c.bytes) continue;
+      c.def = o.def;  // the operand's buffer, from its definition on
+      o.bytes = 0;
+    }
+  }
 
   // Extends the life of v's allocations to `step`; `reader` is the instruction reading it (a
   // forward value read by a backward step is a saved activation).
@@ -106,12 +127,13 @@ class BufferAssigner : public ir::ConstVisitor<void> {
                            k < body_root->operands.size() && k + 1 < params.size() &&
                            body_root->operand(k) == params[k + 1];
       std::vector<int32_t> ids;
+      auto it = alias.find(root.operand(k));
       if (through) {
-        auto it = alias.find(root.operand(k));
         if (it != alias.end()) ids = it->second;
       } else {
         ids = {NewAllocation(root.operand(k)->shape.ByteSize(), Category::kTemporary, step_,
                              TemporaryKind(root), TopScope(root.scope))};
+        if (it != alias.end()) in_place.push_back({step_, it->second, ids.front()});
       }
       all.insert(all.end(), ids.begin(), ids.end());
       per_element.push_back(std::move(ids));
@@ -218,6 +240,7 @@ class Analyzer {
       for (const Instruction* in : group.inputs) assign.Use(in, read_until, step.instr);
       assign.Assign(s, group);
     }
+    assign.ReuseDeadLoopOperands();
     // The root's allocations live to the end; in the entry they are the outputs.
     const Instruction* root = cp.computation->root();
     if (root != nullptr) {

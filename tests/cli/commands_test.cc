@@ -83,6 +83,14 @@ TEST_CASE("train-step --layers: the whole encoder-decoder model's step passes po
   CHECK(out.find("ok: 89 output(s) within tolerance") != std::string::npos);
   CHECK_THROWS_WITH_AS(Run(TrainStepCommand, {"--toy", "--layers", "3"}, &out),
                        doctest::Contains("model.num_layers"), Error);
+  // Saving the layers' matmul outputs instead of recomputing them: the same step.
+  REQUIRE(Run(TrainStepCommand, {"--toy", "--layers", "2", "--devices", "2", "--remat", "selective",
+                                 "-o", file},
+              &out) == 0);
+  CHECK(Run(CheckCommand, {file, "--mesh", "2"}, &out) == 0);
+  CHECK(out.find("ok: 89 output(s) within tolerance") != std::string::npos);
+  CHECK_THROWS_WITH_AS(Run(TrainStepCommand, {"--toy", "--layers", "2", "--remat", "some"}, &out),
+                       doctest::Contains("--remat: remat policy 'some' is not one of"), ConfigError);
   std::filesystem::remove(file);
 }
 

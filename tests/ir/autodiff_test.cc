@@ -379,6 +379,41 @@ TEST_CASE("a counted loop is differentiated once and matches finite differences"
   const std::unique_ptr<Module> again = ParseModule(PrintModule(*grad));
   Verify(*again);
   CHECK(PrintModule(*again) == PrintModule(*grad));
+
+  // The other save policies give the same gradients and trade recomputation for stacks. The
+  // body's values that depend on h: dot, add, tanh, multiply (scale depends only on the counter:
+  // recomputed, never saved).
+  //   per-layer (kIterationInputs): stacks h; the backward body recomputes the dot: 2 dots for
+  //     the adjoints of its operands + 1 = 3
+  //   selective (kDots): stacks h and the dot's output; no dot recomputed: 2
+  //   none (kAll): stacks h and every value an active op reads or produces (dot, add, tanh,
+  //     multiply): 5 stacks; no dot recomputed: 2
+  const std::vector<Literal> args = RandomArguments(*m, 1);
+  const Literal reference = Interpret(*grad, args);
+  auto count = [](const Module& g, const std::string& comp, Opcode op) {
+    int n = 0;
+    for (const auto& c : g.computations()) {
+      if (c->name() != comp) continue;
+      for (const auto& i : c->instructions()) n += i->opcode == op ? 1 : 0;
+    }
+    return n;
+  };
+  CHECK(count(*grad, "body.grad", Opcode::kDot) == 3);
+  for (LoopRemat remat : {LoopRemat::kDots, LoopRemat::kAll}) {
+    CAPTURE(std::string(LoopRematName(remat)));
+    const std::unique_ptr<Module> g = Differentiate(*m, {w->name}, "", remat);
+    Verify(*g);
+    const Literal got = Interpret(*g, args);
+    REQUIRE(got.elements.size() == 2);
+    CHECK(got.elements[0].values == reference.elements[0].values);
+    for (size_t k = 0; k < got.elements[1].values.size(); ++k) {
+      CHECK(got.elements[1].values[k] == doctest::Approx(reference.elements[1].values[k]).epsilon(1e-6));
+    }
+    CHECK(count(*g, "body.grad", Opcode::kDot) == 2);
+    CHECK(count(*g, "body.save", Opcode::kDynamicUpdateSlice) == (remat == LoopRemat::kDots ? 2 : 5));
+  }
+  CHECK(ParseLoopRemat("selective") == LoopRemat::kDots);
+  CHECK_THROWS_WITH_AS(ParseLoopRemat("some"), doctest::Contains("not one of none, selective, per-layer"), Error);
 }
 
 TEST_CASE("nested loops match finite differences") {
