@@ -17,8 +17,9 @@
 //    output written over it counts as a parameter from its definition on (a training step's
 //    updated weights take the weights' place).
 //  - A loop allocates each carried value when it starts, except those its body passes through
-//    unchanged (stacked weights, the encoder output), which stay in their operand's buffer; the
-//    operands are freed after it as usual. While the loop runs, the body's own peak (its
+//    unchanged (stacked weights, the encoder output), which stay in their operand's buffer, and
+//    those whose operand the loop reads last, which are updated in the operand's buffer; the
+//    other operands are freed after it as usual. While the loop runs, the body's own peak (its
 //    temporaries; its parameters alias the carried values) adds to what is live outside.
 // The peak is the largest total over all steps (a step's inputs and its output are live
 // together); the breakdown is taken at the first step that reaches it.
