@@ -25,6 +25,7 @@ const std::map<std::string, Runner>& Runners() {
       {"spmd_vs_mpmd", {RunSpmdVsMpmd, CheckSpmdVsMpmd}},
       {"moe_layer_breakdown", {RunMoeLayerBreakdown, CheckMoeLayerBreakdown}},
       {"parameter_count", {RunParameterCount, CheckParameterCount}},
+      {"training_step", {RunTrainingStep, CheckTrainingStep}},
   };
   return runners;
 }

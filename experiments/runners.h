@@ -42,9 +42,11 @@ RunSummary RunCollectiveSweep(const ExperimentContext& ctx);
 RunSummary RunSpmdVsMpmd(const ExperimentContext& ctx);
 RunSummary RunMoeLayerBreakdown(const ExperimentContext& ctx);
 RunSummary RunParameterCount(const ExperimentContext& ctx);
+RunSummary RunTrainingStep(const ExperimentContext& ctx);
 void CheckCollectiveSweep(const nlohmann::json& config);
 void CheckSpmdVsMpmd(const nlohmann::json& config);
 void CheckMoeLayerBreakdown(const nlohmann::json& config);
 void CheckParameterCount(const nlohmann::json& config);
+void CheckTrainingStep(const nlohmann::json& config);
 
 }  // namespace podsim::experiments

@@ -1,0 +1,85 @@
+// The "training_step" experiment (GShard Table 3) at a toy size: the derived columns follow the
+// reference file's formulas, the weights at the peak are one copy of each core's shards (worked
+// out by hand), and config errors name the JSON path.
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "base/error.h"
+#include "experiments/experiment.h"
+
+namespace podsim::experiments {
+namespace {
+
+nlohmann::json ToyModel() {
+  return {{"name", "toy"},      {"experts", 8},       {"groups", 8},        {"num_layers", 2},
+          {"moe_every", 1},     {"d_model", 16},      {"d_ff", 32},         {"num_heads", 2},
+          {"head_dim", 8},      {"tokens_per_group", 8}, {"seq_len", 4},   {"source_vocab", 16},
+          {"target_vocab", 12}, {"dtype", "f32"}};
+}
+
+nlohmann::json RunConfig(const nlohmann::json& config, const std::string& name) {
+  const std::string dir = (std::filesystem::temp_directory_path() / name).string();
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/config.json") << config.dump(2);
+  RunOptions options;
+  options.out_dir = dir + "/out";
+  RunExperimentFile(dir + "/config.json", options);
+  std::ifstream in(options.out_dir + "/results.json");
+  return nlohmann::json::parse(in);
+}
+
+TEST_CASE("training_step: throughput columns and the weights at the peak, by hand") {
+  const nlohmann::json results =
+      RunConfig({{"experiment", "training_step"},
+                 {"name", "toy_table3"},
+                 {"points", {{{"model", ToyModel()}, {"topology", "tpu-v3-8"}}}},
+                 {"tokens", 1e9}},
+                "podsim_training_step_test");
+  const nlohmann::json& p = results["points"][0];
+  REQUIRE(p["status"] == "ok");
+  CHECK(p["cores"] == 8);
+  CHECK(p["batch_tokens"] == 64);  // 8 groups of 8 tokens
+  const double sps = p["steps_per_s"].get<double>();
+  CHECK(sps == doctest::Approx(1e6 / p["step_time_us"].get<double>()));
+  // days = tokens / (batch * steps/s) / 86400; core-years = cores * days / 365.
+  const double days = 1e9 / (64 * sps) / 86400;
+  CHECK(p["days"].get<double>() == doctest::Approx(days));
+  CHECK(p["core_years"].get<double>() == doctest::Approx(8 * days / 365));
+  // Weights per core (f32), M = 16, H = 32, E = 8, 2 heads of 8, one MoE layer per side:
+  //   replicated: encoder 2 LayerNorms (32 each) + attention 4 x 16 x 16 + wg 16 x 8 = 1216;
+  //   decoder 3 LayerNorms + 2 attentions + wg = 2272; embeddings (16 + 12) x 16 = 448; final
+  //   LayerNorms 64: 4000 elements, 16000 B on every core.
+  //   experts: 2 sides x 2 x 8 x 16 x 32 = 16384 elements, an eighth per core: 8192 B.
+  // Donated, each weight is one buffer except while its update runs (then at most one more, the
+  // largest shard: an expert stack's 2048 B).
+  const int64_t weights = p["memory_by_kind"]["weights"].get<int64_t>();
+  CHECK(weights >= 16000 + 8192);
+  CHECK(weights <= 16000 + 8192 + 2048);
+  CHECK(p["categories"].contains("backward"));
+  CHECK(p["categories"].contains("optimizer"));
+}
+
+TEST_CASE("training_step: config errors name the JSON path") {
+  auto config = [](nlohmann::json point) {
+    return nlohmann::json{{"experiment", "training_step"}, {"points", {point}}};
+  };
+  nlohmann::json bad = ToyModel();
+  bad["experts"] = 6;  // 8 cores cannot split 6 experts
+  CHECK_THROWS_WITH_AS(RunConfig(config({{"model", bad}, {"topology", "tpu-v3-8"}}), "podsim_ts_bad"),
+                       doctest::Contains("moe.num_devices: 8 devices cannot split num_experts = 6"),
+                       Error);
+  CHECK_THROWS_WITH_AS(RunConfig(config({{"model", "64E,12L"}, {"topology", "tpu-v3-8"}}), "podsim_ts_bad"),
+                       doctest::Contains("points[0].model.preset"), ConfigError);
+  nlohmann::json c = config({{"model", ToyModel()}, {"topology", "tpu-v3-8"}});
+  c["remat"] = "sometimes";
+  CHECK_THROWS_WITH_AS(RunConfig(c, "podsim_ts_bad"), doctest::Contains("remat"), ConfigError);
+}
+
+}  // namespace
+}  // namespace podsim::experiments
