@@ -13,6 +13,8 @@
 //   reference  {"file": path in the source tree, "table": key}: rows with "model",
 //              "steps_per_s", "core_years" (the paper's, beside podsim's)
 //
+// MFU = model FLOPs / (cores x step time x bf16 matrix peak), model FLOPs = 3 x the forward
+// pass's matmul FLOPs (recomputation not counted).
 // Outputs: results.csv (kTrainingColumns), results.json (the config, per point the resolved
 // model, the step's time per category, memory by kind, status), and per point the simulator's
 // tables in DIR/<model>/ when "details" is true (default false).
@@ -31,6 +33,7 @@
 #include "base/resources.h"
 #include "experiments/runners.h"
 #include "ir/autodiff.h"
+#include "ir/cost.h"
 #include "models/gshard_model.h"
 #include "models/training_step.h"
 #include "partitioner/spmd_partitioner.h"
@@ -47,7 +50,7 @@ namespace {
 const std::vector<std::string> kTrainingColumns = {
     "model",  "cores",     "batch_tokens",      "step_ms",          "steps_per_s",
     "core_years", "days",  "paper_steps_per_s", "paper_core_years", "remat",
-    "peak_gib", "weights_gib", "activations_gib", "status"};
+    "mfu", "peak_gib", "weights_gib", "activations_gib", "status"};
 
 struct TrainingPoint {
   std::string name;
@@ -221,13 +224,20 @@ RunSummary RunTrainingStep(const ExperimentContext& ctx) {
       const double steps_per_s = 1 / step_s;
       const double days = c.tokens / (static_cast<double>(batch) * steps_per_s) / 86400;
       const double core_years = static_cast<double>(cores) * days / 365;
+      // Model FLOPs: 3 x the forward pass's matmul FLOPs (the backward pass's matmuls are twice
+      // the forward's), without recomputation; MFU against every core's bf16 matrix peak.
+      const double model_flops =
+          3 * ir::AnalyzeCost(*loss).per_unit[static_cast<int>(ir::Unit::kMatrix)].flops;
+      const double mfu = model_flops / (static_cast<double>(cores) * step_s *
+                                        options.device.matrix_bf16.value);
       const int64_t weights = KindBytes(result.memory, {"weights", "optimizer_state"});
       const int64_t activations = result.memory.peak_bytes - weights;
       // Fixed precision: 0.1 ms, 3 decimals for rates and memory, 2 for days and core-years.
       table.AddRow({pt.name, std::to_string(cores), std::to_string(batch),
                     FormatFixed(step_s * 1e3, 1), FormatFixed(steps_per_s, 3),
                     FormatFixed(core_years, 2), FormatFixed(days, 2), paper_cell("steps_per_s"),
-                    paper_cell("core_years"), remat, FormatFixed(Gib(result.memory.peak_bytes), 3),
+                    paper_cell("core_years"), remat, FormatFixed(mfu, 3),
+                    FormatFixed(Gib(result.memory.peak_bytes), 3),
                     FormatFixed(Gib(weights), 3), FormatFixed(Gib(activations), 3), status});
       nlohmann::json categories = nlohmann::json::object();
       for (const auto& cat : result.categories) {
@@ -242,6 +252,8 @@ RunSummary RunTrainingStep(const ExperimentContext& ctx) {
                     {"steps_per_s", steps_per_s},
                     {"days", days},
                     {"core_years", core_years},
+                    {"model_flops", model_flops},
+                    {"mfu", mfu},
                     {"peak_memory_bytes", result.memory.peak_bytes},
                     {"memory_by_kind", result.memory.at_peak.by_kind},
                     {"categories", categories},
@@ -251,7 +263,7 @@ RunSummary RunTrainingStep(const ExperimentContext& ctx) {
       std::cerr << c.name << ": " << pt.name << " failed: " << e.what() << "\n";
       CountPoint(summary, kPointFailed);
       table.AddRow({pt.name, "", "", "", "", "", "", paper_cell("steps_per_s"),
-                    paper_cell("core_years"), remat, "", "", "", kPointFailed});
+                    paper_cell("core_years"), remat, "", "", "", "", kPointFailed});
       point.update({{"status", kPointFailed}, {"error", e.what()}});
     }
     points.push_back(point);

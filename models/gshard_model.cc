@@ -1,5 +1,6 @@
 #include "models/gshard_model.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 

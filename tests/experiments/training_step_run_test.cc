@@ -61,6 +61,18 @@ TEST_CASE("training_step: throughput columns and the weights at the peak, by han
   const int64_t weights = p["memory_by_kind"]["weights"].get<int64_t>();
   CHECK(weights >= 16000 + 8192);
   CHECK(weights <= 16000 + 8192 + 2048);
+  // Forward matmul FLOPs of the whole toy batch (64 tokens), per side and layer:
+  //   q, k, v, output projections 4 x 2 x 64 x 16 x 16 = 131072; QK^T and AV 2 x 2 x 8 groups x
+  //   2 sequences x 2 heads x 4 x 4 x 8 = 16384 (the decoder has both twice: self and cross);
+  //   gating logits 2 x 64 x 16 x 8 = 16384; the two GSE,GSC->GSEC outer products 2 x 2048;
+  //   dispatch and combine 2 x 2 x 8 x 8 x 8 x 2 x 16 = 65536; experts 2 x 2 x 128 slots x 16 x
+  //   32 = 262144; then logits 2 x 64 x 16 x 12 = 24576.
+  //   encoder 131072 + 16384 + 16384 + 4096 + 65536 + 262144 = 495616; decoder 643072;
+  //   total 1163264; model FLOPs 3x that.
+  CHECK(p["model_flops"].get<double>() == 3 * 1163264.0);
+  const double peak = 61.5e12;  // tpu-v3-core bf16
+  CHECK(p["mfu"].get<double>() ==
+        doctest::Approx(3 * 1163264.0 / (8 * p["step_time_us"].get<double>() * 1e-6 * peak)));
   CHECK(p["categories"].contains("backward"));
   CHECK(p["categories"].contains("optimizer"));
 }
