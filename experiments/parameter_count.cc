@@ -68,7 +68,13 @@ struct ParameterCountConfig {
       }
       // One core per expert, as in the paper.
       p.config.layer.num_devices = p.config.layer.num_experts;
-      models::ValidateModelConfig(p.config);
+      try {
+        models::ValidateModelConfig(p.config);
+      } catch (const ConfigError&) {
+        throw;
+      } catch (const Error& e) {
+        FailAt(path, e.what());
+      }
       c.models.push_back(std::move(p));
     }
     if (r.Has("reference")) {

@@ -99,7 +99,13 @@ struct TrainingConfig {
       // Errors now, not after the first point ran.
       const int64_t cores = Cores(c, pt, path);
       models::GShardModelConfig m = Model(pt, path + ".model", cores);
-      models::ValidateModelConfig(m);
+      try {
+        models::ValidateModelConfig(m);
+      } catch (const ConfigError&) {
+        throw;
+      } catch (const Error& e) {
+        FailAt(path + ".model", e.what());  // which point's model cannot run on its slice
+      }
       c.points.push_back(std::move(pt));
     }
     if (r.Has("sim")) {

@@ -112,6 +112,9 @@ TEST_CASE("parameter_count: config errors name the JSON path") {
           "podsim_parameter_count_bad"),
       doctest::Contains("models[0].batch_tokens: 1000 tokens do not divide into groups of 2048"),
       ConfigError);
+  CHECK_THROWS_WITH_AS(Run(config({{{"name", "x"}, {"preset", "128E,12L"}, {"num_layers", 7}}}),
+                           "podsim_parameter_count_bad"),
+                       doctest::Contains("models[0]: model.num_layers: must be even"), ConfigError);
   CHECK_THROWS_WITH_AS(Run(config(nlohmann::json::array()), "podsim_parameter_count_bad"),
                        doctest::Contains("models: must be a non-empty array"), ConfigError);
 }

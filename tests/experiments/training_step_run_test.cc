@@ -84,8 +84,9 @@ TEST_CASE("training_step: config errors name the JSON path") {
   nlohmann::json bad = ToyModel();
   bad["experts"] = 6;  // 8 cores cannot split 6 experts
   CHECK_THROWS_WITH_AS(RunConfig(config({{"model", bad}, {"topology", "tpu-v3-8"}}), "podsim_ts_bad"),
-                       doctest::Contains("moe.num_devices: 8 devices cannot split num_experts = 6"),
-                       Error);
+                       doctest::Contains("points[0].model: moe.num_devices: 8 devices cannot split "
+                                         "num_experts = 6"),
+                       ConfigError);
   CHECK_THROWS_WITH_AS(RunConfig(config({{"model", "64E,12L"}, {"topology", "tpu-v3-8"}}), "podsim_ts_bad"),
                        doctest::Contains("points[0].model.preset"), ConfigError);
   nlohmann::json c = config({{"model", ToyModel()}, {"topology", "tpu-v3-8"}});
