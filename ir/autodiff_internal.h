@@ -81,9 +81,16 @@ class Differentiator {
 
   // Emits the instructions of `src` into `b` in order, except those already mapped (parameters,
   // saved values). Marks as active those that depend on an active one; a loop that is active
-  // and `needed` is emitted with the stacks its gradient needs.
+  // and `needed` is emitted with the stacks its gradient needs. With `recompute_from` (a
+  // backward loop's copy of its body's forward: the values it starts from each iteration), a copy
+  // that depends on one of them gets the scope "recompute/<scope>" (work redone because it was
+  // not saved), any other "backward/<scope>" (what the backward pass reads anyway: a layer's
+  // weight slices, constants).
   void EmitForward(const Computation& src, Builder& b, Frame& f,
-                   const std::unordered_set<const Instruction*>& needed) {
+                   const std::unordered_set<const Instruction*>& needed,
+                   const std::unordered_set<const Instruction*>* recompute_from = nullptr) {
+    std::unordered_set<const Instruction*> recomputed;
+    if (recompute_from != nullptr) recomputed = *recompute_from;
     for (const auto& owned : src.instructions()) {
       const Instruction& i = *owned;
       const bool mapped = f.value.count(&i) > 0;
@@ -105,6 +112,13 @@ class Differentiator {
       for (Instruction*& o : copy->operands) o = f.value.at(o);
       if (copy->body != nullptr) copy->body = comp_map_.at(copy->body);
       copy->parent = nullptr;
+      if (recompute_from != nullptr) {
+        bool recompute = false;
+        for (const Instruction* o : i.operands) recompute = recompute || recomputed.count(o) > 0;
+        if (recompute) recomputed.insert(&i);
+        const char* prefix = recompute ? "recompute" : "backward";
+        copy->scope = copy->scope.empty() ? prefix : prefix + ("/" + copy->scope);
+      }
       f.value[&i] = b.Add(std::move(copy), /*infer_shape=*/false);
     }
   }

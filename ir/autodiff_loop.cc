@@ -11,6 +11,40 @@
 
 namespace podsim::ir::autodiff {
 
+namespace {
+
+// The sharding of a stack [trips, dims...] of values sharded like `value`: the iteration dim is
+// not split, the rest as the value. Without it the partitioner would be free to split the stack
+// differently from what is written into it and read from it, and reshard every save and read.
+std::optional<Sharding> StackSharding(const Instruction& value) {
+  std::optional<Sharding> s = value.sharding;
+  if (s && s->kind == Sharding::Kind::kTiled) s->tile_dims.insert(s->tile_dims.begin(), 1);
+  return s;
+}
+
+// A zero stack of `trips` values shaped and sharded like `value`.
+Instruction* ZeroStack(Builder& b, const Instruction& value, int64_t trips) {
+  Shape stacked = value.shape;
+  stacked.dims.insert(stacked.dims.begin(), trips);
+  Instruction* z = Zeros(b, stacked);
+  z->sharding = StackSharding(value);
+  return z;
+}
+
+// Row starts[0] of `stack` (a parameter of the backward body), as a value like `value`; the
+// stack, the slice and the value keep the shardings the forward gave them.
+Instruction* ReadStack(Builder& b, Instruction* stack, const std::vector<Instruction*>& starts,
+                       const std::vector<int64_t>& one, const Instruction& value) {
+  stack->sharding = StackSharding(value);
+  Instruction* row = b.DynamicSlice(stack, starts, one);
+  row->sharding = stack->sharding;
+  Instruction* v = b.Reshape(row, value.shape.dims);
+  v->sharding = value.sharding;
+  return v;
+}
+
+}  // namespace
+
 void Differentiator::EmitSavingLoop(const Instruction& loop, Builder& b, Frame& f) {
   const Computation& body = *loop.body;
   const std::vector<Instruction*> params = body.parameters();
@@ -27,9 +61,7 @@ void Differentiator::EmitSavingLoop(const Instruction& loop, Builder& b, Frame& 
                          root->operand(static_cast<size_t>(k)) == params[static_cast<size_t>(k + 1)];
     if (through) continue;
     saved.stack_of[static_cast<size_t>(k)] = n + stacks++;
-    Shape stacked = loop.operand(static_cast<size_t>(k))->shape;
-    stacked.dims.insert(stacked.dims.begin(), trips);
-    carried.push_back(Zeros(b, stacked));
+    carried.push_back(ZeroStack(b, *params[static_cast<size_t>(k + 1)], trips));
   }
 
   // Body values saved per iteration (remat_ != kIterationInputs), in body order.
@@ -66,9 +98,7 @@ void Differentiator::EmitSavingLoop(const Instruction& loop, Builder& b, Frame& 
       const bool dot = i->opcode == Opcode::kDot || i->opcode == Opcode::kConvolution;
       if (remat_ == LoopRemat::kDots ? !dot : !read.count(i)) continue;
       saved.values.emplace_back(i, n + stacks++);
-      Shape stacked = i->shape;
-      stacked.dims.insert(stacked.dims.begin(), trips);
-      carried.push_back(Zeros(b, stacked));
+      carried.push_back(ZeroStack(b, *i, trips));
     }
   }
 
@@ -87,9 +117,11 @@ void Differentiator::EmitSavingLoop(const Instruction& loop, Builder& b, Frame& 
     const int64_t s = saved.stack_of[static_cast<size_t>(k)];
     if (s < 0) continue;
     stack_params.push_back(sb.Parameter(s + 1, carried[static_cast<size_t>(s)]->shape, "stack"));
+    stack_params.back()->sharding = carried[static_cast<size_t>(s)]->sharding;
   }
   for (const auto& [v, s] : saved.values) {
     stack_params.push_back(sb.Parameter(s + 1, carried[static_cast<size_t>(s)]->shape, "saved"));
+    stack_params.back()->sharding = carried[static_cast<size_t>(s)]->sharding;
   }
   EmitForward(body, sb, g, NeededFor(body, {root}));
   std::vector<Instruction*> next;
@@ -104,7 +136,9 @@ void Differentiator::EmitSavingLoop(const Instruction& loop, Builder& b, Frame& 
     one.insert(one.begin(), 1);
     std::vector<Instruction*> starts{sparams[0]};
     for (size_t d = 0; d < x->shape.dims.size(); ++d) starts.push_back(S32(sb, 0));
-    next.push_back(sb.DynamicUpdateSlice(stack_params[j++], sb.Reshape(x, one), starts));
+    Instruction* stack = stack_params[j++];
+    next.push_back(sb.DynamicUpdateSlice(stack, sb.Reshape(x, one), starts));
+    next.back()->sharding = stack->sharding;
   };
   for (int64_t k = 0; k < n; ++k) {
     if (saved.stack_of[static_cast<size_t>(k)] >= 0) push(sparams[static_cast<size_t>(k + 1)]);
@@ -176,7 +210,7 @@ std::vector<Instruction*> LoopVjp(Differentiator& d, Builder& b, Frame& f, const
       std::vector<int64_t> one = shape.dims;
       one.insert(one.begin(), 1);
       for (size_t d = 0; d < shape.dims.size(); ++d) starts.push_back(S32(gb, 0));
-      v = gb.Reshape(gb.DynamicSlice(stack, starts, one), shape.dims);
+      v = ReadStack(gb, stack, starts, one, *params[static_cast<size_t>(k + 1)]);
     } else {
       v = gp[static_cast<size_t>(through_at + t++ + 1)];
     }
@@ -191,9 +225,16 @@ std::vector<Instruction*> LoopVjp(Differentiator& d, Builder& b, Frame& f, const
     one.insert(one.begin(), 1);
     for (size_t dim = 0; dim < v->shape.dims.size(); ++dim) starts.push_back(S32(gb, 0));
     Instruction* stack = gp[static_cast<size_t>(saved_at) + q + 1];
-    h.value[v] = gb.Reshape(gb.DynamicSlice(stack, starts, one), v->shape.dims);
+    h.value[v] = ReadStack(gb, stack, starts, one, *v);
   }
-  d.EmitForward(body, gb, h, NeededFor(body, {root}));
+  // What varies per iteration: the stacked carried values and the saved ones; what is
+  // computed from them again is recomputation.
+  std::unordered_set<const Instruction*> per_iteration;
+  for (int64_t k = 0; k < n; ++k) {
+    if (saved.stack_of[static_cast<size_t>(k)] >= 0) per_iteration.insert(params[static_cast<size_t>(k + 1)]);
+  }
+  for (const auto& [v, s] : saved.values) per_iteration.insert(v);
+  d.EmitForward(body, gb, h, NeededFor(body, {root}), &per_iteration);
   Adjoint& seed = h.adjoint[root];
   seed.elements.assign(static_cast<size_t>(n), nullptr);
   for (size_t q = 0; q < floats.size(); ++q) seed.elements[static_cast<size_t>(floats[q])] = gp[q + 1];

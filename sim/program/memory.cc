@@ -23,6 +23,7 @@ bool StartsWith(const std::string& s, std::string_view prefix) {
 }
 bool IsBackwardScope(const std::string& scope) { return StartsWith(scope, "backward"); }
 bool IsOptimizerScope(const std::string& scope) { return StartsWith(scope, "optimizer"); }
+bool IsRecomputeScope(const std::string& scope) { return StartsWith(scope, "recompute"); }
 std::string TopScope(const std::string& scope) { return scope.substr(0, scope.find('/')); }
 
 // One HBM allocation of a computation's execution.
@@ -53,7 +54,11 @@ using ElementMap = std::unordered_map<const Instruction*, std::vector<std::vecto
 // operand, and every other kernel writes each of its fusion's outputs.
 class BufferAssigner : public ir::ConstVisitor<void> {
  public:
-  BufferAssigner(const ComputationPlan& cp, bool entry) : cp_(cp), entry_(entry) {}
+  // last_read: per value, the last step that reads it (collective operands until their done
+  // point when async).
+  BufferAssigner(const ComputationPlan& cp, bool entry,
+                 const std::unordered_map<const Instruction*, int64_t>& last_read)
+      : cp_(cp), entry_(entry), last_read_(last_read) {}
 
   std::vector<Allocation> allocations;
   AliasMap alias;
@@ -85,7 +90,7 @@ class BufferAssigner : public ir::ConstVisitor<void> {
   void Use(const Instruction* v, int64_t step, const Instruction* reader) {
     auto it = alias.find(v);
     if (it == alias.end()) return;
-    const bool backward = IsBackwardScope(reader->scope);
+    const bool backward = IsBackwardScope(reader->scope) || IsRecomputeScope(reader->scope);
     for (int32_t b : it->second) {
       Allocation& a = allocations[static_cast<size_t>(b)];
       a.last_use = std::max(a.last_use, step);
@@ -164,6 +169,28 @@ class BufferAssigner : public ir::ConstVisitor<void> {
       AliasOf(&root, t);
     }
   }
+  // In place, as XLA's buffer assignment shares an in-place op's operand and output: when this
+  // step is the last reader of the operand and the operand is a temporary of this computation
+  // (or, in a loop body, a carried value, whose buffer is counted outside), the update is
+  // written into the operand's buffer. Otherwise the result is a new buffer (a copy).
+  void HandleDynamicUpdateSlice(const Instruction& root) override {
+    const Instruction* o = root.operand(0);
+    const auto reader = last_read_.find(o);
+    const auto it = alias.find(o);
+    bool in_place = !group_->bitcast && group_->members.size() == 1 && reader != last_read_.end() &&
+                    reader->second == step_ && it != alias.end() &&
+                    (!it->second.empty() || !entry_);
+    if (in_place) {
+      for (int32_t b : it->second) {
+        in_place = in_place && allocations[static_cast<size_t>(b)].category == Category::kTemporary;
+      }
+    }
+    if (!in_place) {
+      DefaultAction(root);
+      return;
+    }
+    alias[&root] = it->second;
+  }
   void DefaultAction(const Instruction& root) override {
     if (group_->bitcast) {  // no kernel: the result is its operand's buffer
       AliasOf(&root, root.operand(0));
@@ -182,6 +209,7 @@ class BufferAssigner : public ir::ConstVisitor<void> {
   static MemoryKind TemporaryKind(const Instruction& i) {
     if (IsBackwardScope(i.scope)) return MemoryKind::kBackward;
     if (IsOptimizerScope(i.scope)) return MemoryKind::kOptimizer;
+    if (IsRecomputeScope(i.scope)) return MemoryKind::kRecomputed;
     return MemoryKind::kActivations;
   }
   // Parameters and constants (def -1) live to the end.
@@ -202,6 +230,7 @@ class BufferAssigner : public ir::ConstVisitor<void> {
 
   const ComputationPlan& cp_;
   bool entry_;
+  const std::unordered_map<const Instruction*, int64_t>& last_read_;
   int64_t step_ = 0;
   const FusionGroup* group_ = nullptr;
 };
@@ -228,16 +257,33 @@ class Analyzer {
   // Every allocation of one execution of `cp`, with its first and last step.
   std::vector<Allocation> AssignBuffers(const ComputationPlan& cp, bool entry) const {
     const int64_t n = static_cast<int64_t>(cp.steps.size());
-    BufferAssigner assign(cp, entry);
+    // A collective's operand lives until its done point when async.
+    auto read_until = [&](int64_t s) {
+      const Step& step = cp.steps[static_cast<size_t>(s)];
+      return step.kind == StepKind::kCollective && async_
+                 ? static_cast<int64_t>(plan_.collectives[static_cast<size_t>(step.collective)].done_step)
+                 : s;
+    };
+    std::unordered_map<const Instruction*, int64_t> last_read;
+    for (int64_t s = 0; s < n; ++s) {
+      const Step& step = cp.steps[static_cast<size_t>(s)];
+      for (const Instruction* in : cp.fusion.groups[static_cast<size_t>(step.group)].inputs) {
+        int64_t& r = last_read.try_emplace(in, -1).first->second;
+        r = std::max(r, read_until(s));
+      }
+    }
+    // The root (and a root tuple's elements) is read after the last step.
+    if (const Instruction* root = cp.computation->root(); root != nullptr) {
+      last_read[root] = n;
+      if (root->opcode == Opcode::kTuple) {
+        for (const Instruction* o : root->operands) last_read[o] = n;
+      }
+    }
+    BufferAssigner assign(cp, entry, last_read);
     for (int64_t s = 0; s < n; ++s) {
       const Step& step = cp.steps[static_cast<size_t>(s)];
       const FusionGroup& group = cp.fusion.groups[static_cast<size_t>(step.group)];
-      // A collective's operand lives until its done point when async.
-      int64_t read_until = s;
-      if (step.kind == StepKind::kCollective && async_) {
-        read_until = plan_.collectives[static_cast<size_t>(step.collective)].done_step;
-      }
-      for (const Instruction* in : group.inputs) assign.Use(in, read_until, step.instr);
+      for (const Instruction* in : group.inputs) assign.Use(in, read_until(s), step.instr);
       assign.Assign(s, group);
     }
     assign.ReuseDeadLoopOperands();
@@ -370,6 +416,7 @@ const char* MemoryKindName(MemoryKind k) {
     case MemoryKind::kActivations: return "activations";
     case MemoryKind::kSavedActivations: return "saved_activations";
     case MemoryKind::kBackward: return "backward";
+    case MemoryKind::kRecomputed: return "recomputed";
     case MemoryKind::kOptimizer: return "optimizer";
     case MemoryKind::kOutputs: return "outputs";
   }

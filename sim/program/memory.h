@@ -49,14 +49,17 @@ struct MemoryBreakdown {
 //   inputs           integer entry parameters (token ids, labels, the step)
 //   constants        literals
 //   activations      forward temporaries the backward pass does not read
-//   saved_activations  forward temporaries a "backward" step reads (what the backward pass needs
-//                    from the forward; with layer loops, the saved per-iteration inputs)
+//   saved_activations  forward temporaries a "backward" or "recompute" step reads (what the
+//                    backward pass needs from the forward; with layer loops, the saved
+//                    per-iteration values)
 //   backward         temporaries of "backward" scopes (activation and weight gradients)
+//   recomputed       temporaries of "recompute" scopes (a backward layer loop's recomputation of
+//                    the forward values it did not save)
 //   optimizer        temporaries of "optimizer" scopes
 //   outputs          returned values that are not donated
 enum class MemoryKind : uint8_t {
   kWeights, kOptimizerState, kInputs, kConstants, kActivations, kSavedActivations, kBackward,
-  kOptimizer, kOutputs
+  kRecomputed, kOptimizer, kOutputs
 };
 const char* MemoryKindName(MemoryKind k);
 

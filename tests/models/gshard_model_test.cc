@@ -212,8 +212,8 @@ TEST_CASE("whole model: the SPMD training step has the collectives of data + exp
   // Forward (the layer loops, "save"): per side the MoE layer's dispatch and combine AllToAlls
   // and the scalar AllReduce of its auxiliary loss (a mean over the split groups); the mean
   // cross-entropy's AllReduce in the entry.
-  // Backward loops ("grad"): each iteration recomputes its forward (2 AllToAlls again; the
-  // auxiliary loss's value is not needed) and mirrors it (2 more); one AllReduce per replicated
+  // Backward loops ("grad"): each iteration recomputes its forward (2 AllToAlls again, scoped
+  // "recompute/"; the auxiliary loss's value is not needed) and mirrors it (2 more); one AllReduce per replicated
   // weight's gradient: per attention sublayer its 4 projections and the LayerNorm's scale and
   // bias ("projections"), per MoE sublayer wg and the LayerNorm ("gate_einsums"). The encoder has
   // one attention sublayer, the decoder two (self and cross). None for the expert weights.
@@ -224,7 +224,7 @@ TEST_CASE("whole model: the SPMD training step has the collectives of data + exp
       {"all-to-all save dispatch_combine", 4},
       {"all-reduce save gate_einsums", 2},
       {"all-reduce main softmax", 1},
-      {"all-to-all grad dispatch_combine", 4},
+      {"all-to-all grad recompute/dispatch_combine", 4},
       {"all-to-all grad backward/dispatch_combine", 4},
       {"all-reduce grad backward/projections", 6 + 12},
       {"all-reduce grad backward/gate_einsums", 3 + 3},
@@ -325,6 +325,37 @@ TEST_CASE("whole model: every remat policy computes the same step; selective and
       const partitioner::EquivalenceReport report = partitioner::CompareSpmd(*s.module, spmd, args);
       CAPTURE(report.ToString());
       CHECK(report.ok());
+    }
+  }
+}
+
+TEST_CASE("whole model: saved stacks are sharded like their values, so saving moves no bytes") {
+  // A saved value of the MoE layer (an expert einsum's output split over E) is written into and
+  // read from a stack [R, ...] split the same way; every collective of the SPMD step is then
+  // one of the model's own (scoped), and the forward loops have exactly the per-layer step's
+  // dispatch and combine AllToAlls. Only what is recomputed differs: "none" recomputes nothing.
+  GShardModelConfig c = ToyModelConfig(4);
+  std::set<std::string> stacked;
+  auto loss = BuildGShardModelLoss(c, &stacked);
+  for (ir::LoopRemat remat : {ir::LoopRemat::kIterationInputs, ir::LoopRemat::kDots, ir::LoopRemat::kAll}) {
+    CAPTURE(std::string(ir::LoopRematName(remat)));
+    TrainingStepOptions o = StepOptions(4, stacked);
+    o.remat = remat;
+    TrainingStep s = BuildTrainingStep(*loss, FloatParameters(*loss), OptimizerConfig{}, o);
+    const std::map<std::string, int> got =
+        Collectives(*partitioner::PropagateAndPartition(*s.module, 4).module);
+    int recomputed = 0;
+    for (const auto& [key, count] : got) {
+      CAPTURE(key);
+      CHECK(key.back() != ' ');  // an unscoped collective: a reshard the model did not ask for
+      if (key.find(" recompute/") != std::string::npos) recomputed += count;
+    }
+    CHECK(got.at("all-to-all save dispatch_combine") == 4);
+    CHECK(got.at("all-to-all grad backward/dispatch_combine") == 4);
+    if (remat == ir::LoopRemat::kAll) {
+      CHECK(recomputed == 0);
+    } else {
+      CHECK(recomputed > 0);
     }
   }
 }
