@@ -1,5 +1,6 @@
-// The "training_step" experiment (GShard Table 3): the whole model's training step, built,
-// partitioned and simulated per point, with the throughput figures Table 3 reports.
+// The "training_step" experiment (GShard Table 3 and Figure 7): the whole model's training step,
+// built, partitioned and simulated per point, with rematerialisation chosen by fit
+// (pipeline/training.h), the throughput figures Table 3 reports and the memory Figure 7 draws.
 //
 // Config keys:
 //   points     [{"model": "2048E,36L" | {GShardModelConfig keys, "name": ...},
@@ -8,22 +9,31 @@
 //   topology_overrides  object merged into every point's topology
 //   sim        sim::SimOptions JSON; num_partitions is set per point
 //   optimizer  models::OptimizerConfig JSON (default Adafactor as the paper)
-//   remat      what the layer loops save: "per-layer" (default), "selective", "none"
+//   remat      "auto" (default: the least recomputation that fits HBM), or a forced layer-loop
+//              policy: "none", "selective", "per-layer"
 //   tokens     the training run's tokens, for days and core-years (default 1e12, Table 3's)
-//   reference  {"file": path in the source tree, "table": key}: rows with "model",
-//              "steps_per_s", "core_years" (the paper's, beside podsim's)
+//   reference  {"file": path in the source tree, "table": key}: the paper's values per model,
+//              an array of rows with "model" or an object keyed by model; "steps_per_s" and
+//              "core_years" (Table 3), "weights" and "activations" (Figure 7, GB) fill the
+//              paper_* columns
+//   plot       "core_years" (core-years against parameters, podsim beside the paper, log-log),
+//              "memory" (weights and activations per point, stacked bars) or "none" (default)
+//   details    write each point's simulator tables to DIR/<model>/ (default false)
 //
 // MFU = model FLOPs / (cores x step time x bf16 matrix peak), model FLOPs = 3 x the forward
 // pass's matmul FLOPs (recomputation not counted).
-// Outputs: results.csv (kTrainingColumns), results.json (the config, per point the resolved
-// model, the step's time per category, memory by kind, status), and per point the simulator's
-// tables in DIR/<model>/ when "details" is true (default false).
 //   days = tokens / (batch_tokens * steps_per_s) / 86400; core_years = cores * days / 365
-// (the reference file's table3_note).
+// (the reference file's table3_note). recompute_pct: the backward loops' recomputation time
+// over the step time. weights_gib: weights and optimizer state at the peak; activations_gib:
+// the rest of the peak. no_remat_peak_gib: the peak had nothing been recomputed.
+// Outputs: results.csv (kTrainingColumns), results.json (the config, per point the resolved
+// model, the remat candidates and their peaks, the step's time per category, memory by kind,
+// status) and plot.{png,svg} when asked for.
 
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <set>
+#include <optional>
+#include <sstream>
 
 #include "base/config.h"
 #include "base/csv.h"
@@ -32,11 +42,8 @@
 #include "base/io.h"
 #include "base/resources.h"
 #include "experiments/runners.h"
-#include "ir/autodiff.h"
-#include "ir/cost.h"
 #include "models/gshard_model.h"
-#include "models/training_step.h"
-#include "partitioner/spmd_partitioner.h"
+#include "pipeline/training.h"
 #include "report/plot.h"
 #include "report/run_report.h"
 #include "sim/device/device.h"
@@ -48,9 +55,11 @@ namespace podsim::experiments {
 namespace {
 
 const std::vector<std::string> kTrainingColumns = {
-    "model",  "cores",     "batch_tokens",      "step_ms",          "steps_per_s",
-    "core_years", "days",  "paper_steps_per_s", "paper_core_years", "remat",
-    "mfu", "peak_gib", "weights_gib", "activations_gib", "status"};
+    "model",           "cores",          "batch_tokens",     "params",
+    "step_ms",         "steps_per_s",    "core_years",       "days",
+    "paper_steps_per_s", "paper_core_years", "remat",        "recompute_pct",
+    "mfu",             "peak_gib",       "weights_gib",      "activations_gib",
+    "no_remat_peak_gib", "paper_weights_gb", "paper_activations_gb", "status"};
 
 struct TrainingPoint {
   std::string name;
@@ -64,9 +73,10 @@ struct TrainingConfig {
   nlohmann::json topology_overrides = nlohmann::json::object();
   nlohmann::json sim = nlohmann::json::object();
   models::OptimizerConfig optimizer;
-  ir::LoopRemat remat = ir::LoopRemat::kIterationInputs;
+  std::optional<ir::LoopRemat> remat;  // nullopt: automatic
   double tokens = 1e12;
   bool details = false;
+  std::string plot = "none";
   std::string reference_file, reference_table;
 
   static TrainingConfig FromJson(const nlohmann::json& j) {
@@ -116,12 +126,10 @@ struct TrainingConfig {
       c.optimizer = models::OptimizerConfig::FromJson(r.Value("optimizer"), r.PathOf("optimizer"),
                                                       c.optimizer);
     }
-    if (r.Has("remat")) {
-      const std::string remat = r.Choice("remat", {"per-layer", "selective", "none"});
-      c.remat = ir::ParseLoopRemat(remat);
-    }
+    c.remat = pipeline::ParseRematChoice(r.Choice("remat", pipeline::RematChoices(), "auto"));
     c.tokens = r.Double("tokens", c.tokens, Limit::Positive());
     c.details = r.Bool("details", c.details);
+    c.plot = r.Choice("plot", {"none", "core_years", "memory"}, c.plot);
     if (r.Has("reference")) {
       JsonReader ref = r.Object("reference");
       c.reference_file = ref.String("file");
@@ -150,12 +158,15 @@ struct TrainingConfig {
   }
 };
 
-// The paper's row for `model` in the reference table (an array of objects with "model").
+// The paper's values for `model` in the reference table: an array of objects with "model", or
+// an object keyed by model.
 nlohmann::json PaperRow(const nlohmann::json& table, const std::string& model) {
   if (table.is_array()) {
     for (const nlohmann::json& row : table) {
       if (row.is_object() && row.value("model", "") == model) return row;
     }
+  } else if (table.is_object() && table.contains(model) && table[model].is_object()) {
+    return table[model];
   }
   return nullptr;
 }
@@ -169,6 +180,78 @@ int64_t KindBytes(const sim::MemoryResult& m, std::initializer_list<const char*>
     if (it != m.at_peak.by_kind.end()) n += it->second;
   }
   return n;
+}
+
+// Columns of the CSV by name, so that a row is filled by what a point has.
+class Row {
+ public:
+  Row() : cells_(kTrainingColumns.size()) {}
+  void Set(const std::string& column, std::string value) {
+    for (size_t k = 0; k < kTrainingColumns.size(); ++k) {
+      if (kTrainingColumns[k] == column) {
+        cells_[k] = std::move(value);
+        return;
+      }
+    }
+    throw Error("training_step: no column '" + column + "'");
+  }
+  const std::vector<std::string>& cells() const { return cells_; }
+
+ private:
+  std::vector<std::string> cells_;
+};
+
+// One plotted point (plot.csv): label, parameters (billions), podsim's and the paper's values.
+struct PlotPoint {
+  std::string label;
+  double params_b = 0;
+  std::string status;
+  double core_years = 0, paper_core_years = -1;
+  double weights = 0, activations = 0, paper_weights = -1, paper_activations = -1;  // GiB / GB
+  std::string remat;
+};
+
+// gnuplot reads "?" as a missing value.
+std::string PlotValue(double v) { return v < 0 ? "?" : FormatFixed(v, 4); }
+
+void WritePlot(const ExperimentContext& ctx, const TrainingConfig& c,
+               const std::vector<PlotPoint>& points) {
+  std::ostringstream data, gp;
+  if (c.plot == "core_years") {
+    data << "label params_b podsim paper\n";
+    for (const PlotPoint& p : points) {
+      if (p.status != kPointOk) continue;  // a failed or OOM point has no step time
+      data << '"' << p.label << "\" " << PlotValue(p.params_b) << ' ' << PlotValue(p.core_years)
+           << ' ' << PlotValue(p.paper_core_years) << '\n';
+    }
+    gp << "set title '" << c.name << ": core-years to " << FormatFixed(c.tokens / 1e12, 2)
+       << "e12 tokens against parameters (both series at the exact count of podsim)'\n"
+       << "set logscale xy\nset xlabel 'parameters (billions)'\nset ylabel 'core-years'\n"
+       << "set key top left\nset grid\n"
+       << "plot 'plot.csv' using 2:3 title 'podsim' with points pt 7 ps 1.5, \\\n"
+       << "     'plot.csv' using 2:4 title 'paper (Table 3)' with points pt 5 ps 1.5, \\\n"
+       << "     'plot.csv' using 2:3:1 with labels offset 1,1 notitle\n";
+  } else {
+    data << "label weights activations\n";
+    for (const PlotPoint& p : points) {
+      std::string label = p.label;
+      if (p.status == kPointOk && p.remat != "none") label += " (remat " + p.remat + ")";
+      if (p.status != kPointOk) label += " (" + p.status + ")";
+      data << '"' << label << "\" " << PlotValue(p.weights) << ' ' << PlotValue(p.activations) << '\n';
+      if (p.paper_weights >= 0) {
+        data << '"' << p.label << " paper (GB)\" " << PlotValue(p.paper_weights) << ' '
+             << PlotValue(p.paper_activations) << '\n';
+      }
+    }
+    gp << "set title '" << c.name << ": per-core memory at the peak (GiB; the bars of the paper in GB)'\n"
+       << "set style data histograms\nset style histogram rowstacked\nset style fill solid 0.8\n"
+       << "set boxwidth 0.7\nset xtics rotate by -30\nset ylabel 'memory per core'\nset key top left\n"
+       << "set grid ytics\nset yrange [0:*]\n"
+       << "plot 'plot.csv' using 2:xtic(1) title 'weights and optimizer state', '' using 3 title "
+          "'activations and temporaries'\n";
+  }
+  WriteFileAtomic(ctx.out_dir + "/plot.csv", data.str());
+  report::RenderPlot(ctx.out_dir, "plot", gp.str(), 1100, 650);
 }
 
 }  // namespace
@@ -186,65 +269,94 @@ RunSummary RunTrainingStep(const ExperimentContext& ctx) {
     paper = ref[c.reference_table];
   }
   const sim::SimOptions base = sim::SimOptions::FromJson(c.sim, "sim");
+  const std::string remat_choice = c.remat ? ir::LoopRematName(*c.remat) : "auto";
   RunSummary summary;
   summary.name = c.name;
   CsvTable table(kTrainingColumns);
   nlohmann::json points = nlohmann::json::array();
+  std::vector<PlotPoint> plotted;
   report::Progress progress(c.name, static_cast<int64_t>(c.points.size()));
   for (size_t k = 0; k < c.points.size(); ++k) {
     const TrainingPoint& pt = c.points[k];
     const std::string path = IndexPath("points", k);
     const nlohmann::json paper_row = PaperRow(paper, pt.name);
-    auto paper_cell = [&](const char* key) {
-      return paper_row.is_object() && paper_row.contains(key) ? CsvNumber(paper_row[key].get<double>())
-                                                              : std::string();
+    auto paper_value = [&](const char* key) {
+      return paper_row.is_object() && paper_row.contains(key) && paper_row[key].is_number()
+                 ? paper_row[key].get<double>()
+                 : -1.0;
     };
-    const std::string remat = ir::LoopRematName(c.remat);
-    nlohmann::json point = {{"model", pt.name}, {"topology", pt.topology}, {"remat", remat}};
+    auto paper_cell = [&](const char* key) {
+      const double v = paper_value(key);
+      return v < 0 ? std::string() : CsvNumber(v);
+    };
+    Row row;
+    row.Set("model", pt.name);
+    row.Set("paper_steps_per_s", paper_cell("steps_per_s"));
+    row.Set("paper_core_years", paper_cell("core_years"));
+    row.Set("paper_weights_gb", paper_cell("weights"));
+    row.Set("paper_activations_gb", paper_cell("activations"));
+    PlotPoint plot_point;
+    plot_point.label = pt.name;
+    plot_point.paper_core_years = paper_value("core_years");
+    plot_point.paper_weights = paper_value("weights");
+    plot_point.paper_activations = paper_value("activations");
+    nlohmann::json point = {{"model", pt.name}, {"topology", pt.topology}, {"remat_choice", remat_choice}};
     try {
       const nlohmann::json topology_json = TrainingConfig::TopologyJson(c, pt, path);
       const std::unique_ptr<topo::Topology> topology = topo::LoadTopology(topology_json, path + ".topology");
       const int64_t cores = topology->num_cores();
       const models::GShardModelConfig model = TrainingConfig::Model(pt, path + ".model", cores);
-      std::set<std::string> stacked;
-      const std::unique_ptr<ir::Module> loss = models::BuildGShardModelLoss(model, &stacked);
-      models::TrainingStepOptions step_options = models::StepOptions(cores, stacked);
-      step_options.return_gradients = false;
-      step_options.remat = c.remat;
-      models::TrainingStep step =
-          models::BuildTrainingStep(*loss, models::FloatParameters(*loss), c.optimizer, step_options);
-      const partitioner::PartitionResult spmd =
-          partitioner::PropagateAndPartition(*step.module, cores);
       sim::SimOptions options = base;
-      options.num_partitions = cores;
       if (!c.sim.contains("device") && topology_json.contains("device")) {
         options.device = sim::DeviceSpecFromConfig(topology_json["device"], path + ".topology.device");
       }
+      options.num_partitions = cores;
       options.Validate("sim");
-      const sim::RunResult result = sim::Simulate(*spmd.module, *topology, options);
+      const pipeline::TrainingRun run = pipeline::RunTraining(model, c.optimizer, c.remat, *topology, options);
+      const sim::RunResult& result = *run.result;
       const std::string status = PointStatus(result);
       CountPoint(summary, status);
       if (c.details) report::WriteResults(result, ctx.out_dir + "/" + pt.name);
-      const int64_t batch = model.layer.num_groups * model.layer.tokens_per_group;
       const double step_s = result.step_time.micros() * 1e-6;
       const double steps_per_s = 1 / step_s;
-      const double days = c.tokens / (static_cast<double>(batch) * steps_per_s) / 86400;
+      const double days = c.tokens / (static_cast<double>(run.batch_tokens) * steps_per_s) / 86400;
       const double core_years = static_cast<double>(cores) * days / 365;
-      // Model FLOPs: 3 x the forward pass's matmul FLOPs (the backward pass's matmuls are twice
-      // the forward's), without recomputation; MFU against every core's bf16 matrix peak.
-      const double model_flops =
-          3 * ir::AnalyzeCost(*loss).per_unit[static_cast<int>(ir::Unit::kMatrix)].flops;
-      const double mfu = model_flops / (static_cast<double>(cores) * step_s *
-                                        options.device.matrix_bf16.value);
-      const int64_t weights = KindBytes(result.memory, {"weights", "optimizer_state"});
-      const int64_t activations = result.memory.peak_bytes - weights;
+      const double mfu = run.model_flops / (static_cast<double>(cores) * step_s *
+                                            options.device.matrix_bf16.value);
+      const int64_t weights = KindBytes(run.memory, {"weights", "optimizer_state"});
+      const int64_t activations = run.memory.peak_bytes - weights;
+      const std::string remat = ir::LoopRematName(run.remat);
       // Fixed precision: 0.1 ms, 3 decimals for rates and memory, 2 for days and core-years.
-      table.AddRow({pt.name, std::to_string(cores), std::to_string(batch),
-                    FormatFixed(step_s * 1e3, 1), FormatFixed(steps_per_s, 3),
-                    FormatFixed(core_years, 2), FormatFixed(days, 2), paper_cell("steps_per_s"),
-                    paper_cell("core_years"), remat, FormatFixed(mfu, 3),
-                    FormatFixed(Gib(result.memory.peak_bytes), 3),
-                    FormatFixed(Gib(weights), 3), FormatFixed(Gib(activations), 3), status});
+      row.Set("cores", std::to_string(cores));
+      row.Set("batch_tokens", std::to_string(run.batch_tokens));
+      row.Set("params", std::to_string(run.parameters));
+      row.Set("remat", remat);
+      row.Set("peak_gib", FormatFixed(Gib(run.memory.peak_bytes), 3));
+      row.Set("weights_gib", FormatFixed(Gib(weights), 3));
+      row.Set("activations_gib", FormatFixed(Gib(activations), 3));
+      row.Set("no_remat_peak_gib", FormatFixed(Gib(run.no_remat_peak_bytes), 3));
+      row.Set("status", status);
+      // An OOM step's time is not a result.
+      if (status == kPointOk) {
+        row.Set("step_ms", FormatFixed(step_s * 1e3, 1));
+        row.Set("steps_per_s", FormatFixed(steps_per_s, 3));
+        row.Set("core_years", FormatFixed(core_years, 2));
+        row.Set("days", FormatFixed(days, 2));
+        row.Set("recompute_pct", FormatFixed(100 * run.recompute_fraction, 1));
+        row.Set("mfu", FormatFixed(mfu, 3));
+      }
+      plot_point.params_b = static_cast<double>(run.parameters) * 1e-9;
+      plot_point.status = status;
+      plot_point.core_years = core_years;
+      plot_point.weights = Gib(weights);
+      plot_point.activations = Gib(activations);
+      plot_point.remat = remat;
+      nlohmann::json candidates = nlohmann::json::array();
+      for (const pipeline::RematCandidate& cand : run.candidates) {
+        candidates.push_back({{"remat", ir::LoopRematName(cand.policy)},
+                              {"peak_memory_bytes", cand.peak_bytes},
+                              {"fits", cand.fits}});
+      }
       nlohmann::json categories = nlohmann::json::object();
       for (const auto& cat : result.categories) {
         categories[cat.category] = {{"modelled_us", cat.modelled().micros()},
@@ -253,25 +365,38 @@ RunSummary RunTrainingStep(const ExperimentContext& ctx) {
       point.update({{"status", status},
                     {"cores", cores},
                     {"resolved_model", model.ToJson()},
-                    {"batch_tokens", batch},
+                    {"batch_tokens", run.batch_tokens},
+                    {"parameters", run.parameters},
+                    {"remat", remat},
+                    {"remat_candidates", candidates},
+                    {"no_remat_peak_bytes", run.no_remat_peak_bytes},
+                    {"memory_saved_bytes", run.memory_saved_bytes},
+                    {"recompute_fraction", run.recompute_fraction},
                     {"step_time_us", result.step_time.micros()},
                     {"steps_per_s", steps_per_s},
                     {"days", days},
                     {"core_years", core_years},
-                    {"model_flops", model_flops},
+                    {"model_flops", run.model_flops},
                     {"mfu", mfu},
-                    {"peak_memory_bytes", result.memory.peak_bytes},
-                    {"memory_by_kind", result.memory.at_peak.by_kind},
+                    {"peak_memory_bytes", run.memory.peak_bytes},
+                    {"peak_instruction", run.memory.peak_instruction},
+                    {"memory_by_kind", run.memory.at_peak.by_kind},
                     {"categories", categories},
                     {"paper", paper_row}});
-      if (result.memory.oom) point["error"] = result.memory.message;
+      if (run.memory.oom) point["error"] = run.memory.message + " (with every remat policy tried)";
+      if (status != kPointOk) {
+        std::cerr << c.name << ": " << pt.name << ": " << run.memory.message << "\n";
+      }
     } catch (const Error& e) {
       std::cerr << c.name << ": " << pt.name << " failed: " << e.what() << "\n";
       CountPoint(summary, kPointFailed);
-      table.AddRow({pt.name, "", "", "", "", "", "", paper_cell("steps_per_s"),
-                    paper_cell("core_years"), remat, "", "", "", "", kPointFailed});
+      row.Set("remat", remat_choice);
+      row.Set("status", kPointFailed);
+      plot_point.status = kPointFailed;
       point.update({{"status", kPointFailed}, {"error", e.what()}});
     }
+    table.AddRow(row.cells());
+    plotted.push_back(plot_point);
     points.push_back(point);
     progress.Step(pt.name);
   }
@@ -282,6 +407,7 @@ RunSummary RunTrainingStep(const ExperimentContext& ctx) {
                          {"summary", summary.ToString()},
                          {"resolved", {{"sim", base.ToJson()}, {"optimizer", c.optimizer.ToJson()}}},
                          {"points", points}});
+  if (c.plot != "none") WritePlot(ctx, c, plotted);
   return summary;
 }
 

@@ -242,10 +242,10 @@ void Report(const ProgramPlan& plan, const topo::Topology& topology, const SimOp
   }
 }
 
-}  // namespace
-
-RunResult Simulate(const ir::Module& module, const topo::Topology& topology,
-                   const SimOptions& options) {
+// Validates `options` against the module and topology; the number of partitions and the plan
+// options of the run.
+PlanOptions CheckRun(const ir::Module& module, const topo::Topology& topology,
+                     const SimOptions& options) {
   options.Validate("sim");
   if (!module.entry()) throw Error("module '" + module.name() + "' has no entry computation");
   const int64_t partitions = options.num_partitions > 0 ? options.num_partitions : topology.num_cores();
@@ -272,15 +272,30 @@ RunResult Simulate(const ir::Module& module, const topo::Topology& topology,
                                        std::to_string(kMaxFunctionalPartitions) + ")");
   }
   CheckSpmd(module, partitions);
-
-  SimOptions resolved = options;
-  resolved.num_partitions = partitions;
   PlanOptions plan_options;
   plan_options.device = options.device;
   plan_options.fusion = options.fusion;
   plan_options.num_partitions = partitions;
   plan_options.category_depth = options.category_depth;
   plan_options.algorithms = options.collective_algorithms;
+  return plan_options;
+}
+
+}  // namespace
+
+MemoryResult SimulateMemory(const ir::Module& module, const topo::Topology& topology,
+                            const SimOptions& options) {
+  const ProgramPlan plan = BuildProgramPlan(module, topology, CheckRun(module, topology, options));
+  return AnalyzeMemory(plan, static_cast<double>(options.device.hbm_capacity.value),
+                       options.async_collectives);
+}
+
+RunResult Simulate(const ir::Module& module, const topo::Topology& topology,
+                   const SimOptions& options) {
+  const PlanOptions plan_options = CheckRun(module, topology, options);
+  const int64_t partitions = plan_options.num_partitions;
+  SimOptions resolved = options;
+  resolved.num_partitions = partitions;
   const ProgramPlan plan = BuildProgramPlan(module, topology, plan_options);
 
   RunResult r;

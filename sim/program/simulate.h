@@ -42,6 +42,11 @@ namespace podsim::sim {
 RunResult Simulate(const ir::Module& spmd_module, const topo::Topology& topology,
                    const SimOptions& options);
 
+// The per-device memory of the run Simulate would make (the same checks and errors), without
+// timing it: liveness over the program plan only, for a caller that compares programs by memory.
+MemoryResult SimulateMemory(const ir::Module& spmd_module, const topo::Topology& topology,
+                            const SimOptions& options);
+
 enum class ProgramKind {
   kSpmd,             // has collectives or partition-id: written for, or lowered to, partitions
   kGlobalAnnotated,  // tiled sharding annotations, no collectives: input for the partitioner

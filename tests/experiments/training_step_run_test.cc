@@ -1,6 +1,7 @@
-// The "training_step" experiment (GShard Table 3) at a toy size: the derived columns follow the
-// reference file's formulas, the weights at the peak are one copy of each core's shards (worked
-// out by hand), and config errors name the JSON path.
+// The "training_step" experiment (GShard Table 3, Figure 7) at a toy size: the derived columns
+// follow the reference file's formulas, the weights at the peak are one copy of each core's
+// shards (worked out by hand), rematerialisation is chosen by fit, and config errors name the
+// JSON path.
 
 #include <doctest/doctest.h>
 
@@ -75,6 +76,86 @@ TEST_CASE("training_step: throughput columns and the weights at the peak, by han
         doctest::Approx(3 * 1163264.0 / (8 * p["step_time_us"].get<double>() * 1e-6 * peak)));
   CHECK(p["categories"].contains("backward"));
   CHECK(p["categories"].contains("optimizer"));
+}
+
+// A toy training_step config on 8 cores with HBM of `hbm_bytes` per core (0: the preset's 16 GiB).
+nlohmann::json RematConfig(const std::string& remat, int64_t hbm_bytes) {
+  nlohmann::json c = {{"experiment", "training_step"},
+                      {"name", "toy_remat"},
+                      {"points", {{{"model", ToyModel()}, {"topology", "tpu-v3-8"}}}},
+                      {"remat", remat}};
+  if (hbm_bytes > 0) c["sim"] = {{"device", {{"preset", "tpu-v3-core"}, {"hbm_capacity", hbm_bytes}}}};
+  return c;
+}
+
+std::string CsvRow(const std::string& name, int row) {
+  std::ifstream in((std::filesystem::temp_directory_path() / name / "out" / "results.csv").string());
+  std::string line;
+  std::getline(in, line);  // the header
+  for (int k = 0; k <= row; ++k) std::getline(in, line);
+  return line;
+}
+
+TEST_CASE("training_step: rematerialisation is chosen by fit, as the paper's compiler did") {
+  // The peaks of the forced policies first; the automatic choice is then steered by HBM alone.
+  const nlohmann::json none = RunConfig(RematConfig("none", 0), "podsim_ts_none")["points"][0];
+  const nlohmann::json layer = RunConfig(RematConfig("per-layer", 0), "podsim_ts_layer")["points"][0];
+  const nlohmann::json selective = RunConfig(RematConfig("selective", 0), "podsim_ts_sel")["points"][0];
+  const int64_t none_peak = none["peak_memory_bytes"].get<int64_t>();
+  const int64_t layer_peak = layer["peak_memory_bytes"].get<int64_t>();
+  const int64_t selective_peak = selective["peak_memory_bytes"].get<int64_t>();
+  REQUIRE(none_peak > selective_peak);
+  REQUIRE(selective_peak > layer_peak);
+  // A forced policy is measured against saving everything.
+  CHECK(layer["remat"] == "per-layer");
+  CHECK(layer["no_remat_peak_bytes"] == none_peak);
+  CHECK(layer["memory_saved_bytes"] == none_peak - layer_peak);
+  REQUIRE(layer["remat_candidates"].size() == 2);
+  CHECK(layer["remat_candidates"][0]["remat"] == "none");
+  // Recomputing each layer's forward takes time; saving every value recomputes nothing.
+  CHECK(layer["recompute_fraction"].get<double>() > 0);
+  CHECK(layer["categories"].contains("recompute"));
+  CHECK(none["recompute_fraction"].get<double>() == 0);
+  CHECK_FALSE(none["categories"].contains("recompute"));
+
+  SUBCASE("room for everything: no recomputation, one candidate measured") {
+    const nlohmann::json p = RunConfig(RematConfig("auto", 0), "podsim_ts_auto")["points"][0];
+    CHECK(p["remat"] == "none");
+    CHECK(p["remat_candidates"].size() == 1);
+    CHECK(p["memory_saved_bytes"] == 0);
+  }
+  SUBCASE("room for the selective step only") {
+    const nlohmann::json p =
+        RunConfig(RematConfig("auto", selective_peak), "podsim_ts_auto")["points"][0];
+    CHECK(p["status"] == "ok");
+    CHECK(p["remat"] == "selective");
+    CHECK(p["remat_candidates"].size() == 2);
+    CHECK(p["remat_candidates"][0]["fits"] == false);
+    CHECK(p["memory_saved_bytes"] == none_peak - selective_peak);
+  }
+  SUBCASE("room for the per-layer step only") {
+    const nlohmann::json p =
+        RunConfig(RematConfig("auto", layer_peak), "podsim_ts_auto")["points"][0];
+    CHECK(p["status"] == "ok");
+    CHECK(p["remat"] == "per-layer");
+    CHECK(p["remat_candidates"].size() == 3);
+    CHECK(p["peak_memory_bytes"] == layer_peak);
+    CHECK(p["recompute_fraction"].get<double>() > 0);
+  }
+  SUBCASE("no room even with remat: an OOM result naming the instruction and the bytes") {
+    const nlohmann::json p =
+        RunConfig(RematConfig("auto", layer_peak - 1), "podsim_ts_auto")["points"][0];
+    CHECK(p["status"] == "oom");
+    CHECK(p["remat"] == "per-layer");  // the smallest peak of the three
+    CHECK(p["remat_candidates"].size() == 3);
+    CHECK(p["error"].get<std::string>().find("OOM at %") != std::string::npos);
+    CHECK(p["error"].get<std::string>().find("every remat policy") != std::string::npos);
+    // results.csv says so too, and gives no step time for the point.
+    const std::string row = CsvRow("podsim_ts_auto", 0);
+    CHECK(row.rfind("toy,8,64,", 0) == 0);
+    CHECK(row.find(",,,,") != std::string::npos);
+    CHECK(row.substr(row.size() - 4) == ",oom");
+  }
 }
 
 TEST_CASE("training_step: config errors name the JSON path") {

@@ -1,0 +1,96 @@
+#include "pipeline/training.h"
+
+#include <algorithm>
+#include <memory>
+#include <set>
+
+#include "base/error.h"
+#include "ir/cost.h"
+#include "models/training_step.h"
+#include "partitioner/spmd_partitioner.h"
+#include "sim/program/simulate.h"
+
+namespace podsim::pipeline {
+
+namespace {
+
+// The partitioned training step of `loss` under one layer-loop policy.
+std::unique_ptr<ir::Module> PartitionedStep(const ir::Module& loss, const std::set<std::string>& stacked,
+                                            const models::OptimizerConfig& optimizer,
+                                            ir::LoopRemat remat, int64_t cores) {
+  models::TrainingStepOptions step_options = models::StepOptions(cores, stacked);
+  step_options.return_gradients = false;
+  step_options.remat = remat;
+  models::TrainingStep step =
+      models::BuildTrainingStep(loss, models::FloatParameters(loss), optimizer, step_options);
+  return std::move(partitioner::PropagateAndPartition(*step.module, cores).module);
+}
+
+}  // namespace
+
+std::optional<ir::LoopRemat> ParseRematChoice(const std::string& name) {
+  if (name == "auto") return std::nullopt;
+  return ir::ParseLoopRemat(name);
+}
+
+TrainingRun RunTraining(const models::GShardModelConfig& model,
+                        const models::OptimizerConfig& optimizer,
+                        std::optional<ir::LoopRemat> remat, const topo::Topology& topology,
+                        const sim::SimOptions& options, bool simulate) {
+  const int64_t cores = topology.num_cores();
+  models::ValidateModelConfig(model);
+  if (model.layer.num_devices != cores) {
+    throw Error("the model is configured for " + std::to_string(model.layer.num_devices) +
+                " devices, topology '" + topology.name() + "' has " + std::to_string(cores) +
+                " cores");
+  }
+  sim::SimOptions run_options = options;
+  run_options.num_partitions = cores;
+  std::set<std::string> stacked;
+  const std::unique_ptr<ir::Module> loss = models::BuildGShardModelLoss(model, &stacked);
+
+  TrainingRun run;
+  run.automatic = !remat.has_value();
+  run.batch_tokens = model.layer.num_groups * model.layer.tokens_per_group;
+  run.parameters = models::CountParameters(*loss).total;
+  // The backward matmuls are twice the forward's; recomputation is not model work.
+  run.model_flops = 3 * ir::AnalyzeCost(*loss).per_unit[static_cast<int>(ir::Unit::kMatrix)].flops;
+
+  // Most saved memory first: the first policy that fits recomputes the least.
+  const std::vector<ir::LoopRemat> order = {ir::LoopRemat::kAll, ir::LoopRemat::kDots,
+                                            ir::LoopRemat::kIterationInputs};
+  std::unique_ptr<ir::Module> chosen;
+  for (ir::LoopRemat policy : order) {
+    if (remat && policy != ir::LoopRemat::kAll && policy != *remat) continue;
+    std::unique_ptr<ir::Module> spmd = PartitionedStep(*loss, stacked, optimizer, policy, cores);
+    sim::MemoryResult memory = sim::SimulateMemory(*spmd, topology, run_options);
+    run.candidates.push_back({policy, memory.peak_bytes, !memory.oom});
+    if (policy == ir::LoopRemat::kAll) run.no_remat_peak_bytes = memory.peak_bytes;
+    // Forced: the given policy. Automatic: the first that fits, else the smallest peak.
+    const bool take = remat ? policy == *remat
+                            : !memory.oom || chosen == nullptr ||
+                                  memory.peak_bytes < run.memory.peak_bytes;
+    if (take) {
+      chosen = std::move(spmd);
+      run.remat = policy;
+      run.memory = std::move(memory);
+    }
+    if (!remat && !run.memory.oom) break;
+  }
+  run.memory_saved_bytes = run.no_remat_peak_bytes - run.memory.peak_bytes;
+  if (!simulate) return run;
+
+  run.result = sim::Simulate(*chosen, topology, run_options);
+  run.memory = run.result->memory;
+  const double step_us = run.result->step_time.micros();
+  double recompute_us = 0;
+  for (const sim::CategoryResult& c : run.result->categories) {
+    if (c.category == "recompute" || c.category.rfind("recompute/", 0) == 0) {
+      recompute_us += c.modelled().micros();
+    }
+  }
+  if (step_us > 0) run.recompute_fraction = recompute_us / step_us;
+  return run;
+}
+
+}  // namespace podsim::pipeline

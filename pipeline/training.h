@@ -1,0 +1,68 @@
+#pragma once
+// The whole model's training step on a pod, with rematerialisation chosen as the paper's
+// compiler chose it: only when the step does not fit.
+//
+//   TrainingRun run = RunTraining(model, optimizer, std::nullopt, *topology, options);
+//
+// Automatic remat (remat = nullopt) builds and partitions the step under each layer-loop policy
+// in order of decreasing saved memory and increasing recomputation (none, selective, per-layer:
+// ir::LoopRemat), measures each one's per-device peak (sim::SimulateMemory) and keeps the first
+// that fits the device's HBM. When none fits, the policy with the smallest peak is kept and the
+// result is out of memory, naming the instruction at the peak and its bytes. A forced policy is
+// used as given. Either way the step without recomputation ("none") is measured too, so the
+// memory remat saves is always reported.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/autodiff.h"
+#include "models/gshard_model.h"
+#include "models/optimizer.h"
+#include "sim/program/run_result.h"
+#include "sim/program/sim_options.h"
+#include "topologies/topology.h"
+
+namespace podsim::pipeline {
+
+struct RematCandidate {
+  ir::LoopRemat policy = ir::LoopRemat::kAll;
+  int64_t peak_bytes = 0;
+  bool fits = false;
+};
+
+struct TrainingRun {
+  ir::LoopRemat remat = ir::LoopRemat::kIterationInputs;  // the policy the step ran with
+  bool automatic = false;               // chosen by fit, not forced
+  std::vector<RematCandidate> candidates;  // measured, in the order tried ("none" first)
+  int64_t no_remat_peak_bytes = 0;      // the peak when every value a gradient reads is saved
+  int64_t memory_saved_bytes = 0;       // no_remat_peak_bytes - the chosen policy's peak
+  int64_t batch_tokens = 0;
+  int64_t parameters = 0;               // the model's, exact (models::CountParameters)
+  double model_flops = 0;               // 3 x the forward pass's matmul FLOPs, all devices
+  // Set when simulated (timing), else only `memory`.
+  std::optional<sim::RunResult> result;
+  sim::MemoryResult memory;             // the chosen policy's
+  // The time of the backward loops' recomputation ("recompute" scopes: compute and its
+  // collectives, critical device) over the step time; 0 without timing or without recompute.
+  double recompute_fraction = 0;
+  bool oom() const { return memory.oom; }
+};
+
+// `options.num_partitions` is set to the topology's cores; the model's num_devices must equal
+// them (models::ValidateModelConfig's errors otherwise). With `simulate` false the step is
+// not timed (memory only).
+TrainingRun RunTraining(const models::GShardModelConfig& model,
+                        const models::OptimizerConfig& optimizer,
+                        std::optional<ir::LoopRemat> remat, const topo::Topology& topology,
+                        const sim::SimOptions& options, bool simulate = true);
+
+// "auto" -> nullopt, else ir::ParseLoopRemat; the accepted names for a config's choice.
+std::optional<ir::LoopRemat> ParseRematChoice(const std::string& name);
+inline const std::vector<std::string>& RematChoices() {
+  static const std::vector<std::string> kChoices = {"auto", "none", "selective", "per-layer"};
+  return kChoices;
+}
+
+}  // namespace podsim::pipeline
