@@ -53,6 +53,10 @@ class FusionTraitsOf : public ir::ConstVisitor<FusionTraits> {
   FusionTraits HandleConstant(const Instruction&) override { return Duplicable(); }
   FusionTraits HandleIota(const Instruction&) override { return Duplicable(); }
   FusionTraits HandleBroadcast(const Instruction&) override { return Duplicable(); }
+  // A dynamic slice is read by its consumer's kernel at the offsets it computes (XLA fuses
+  // dynamic-slice into loop and dot operand fusions): a layer's weight slice or a saved
+  // activation's row is never written out on its own.
+  FusionTraits HandleDynamicSlice(const Instruction&) override { return OperandProducer(); }
   FusionTraits HandleReduce(const Instruction&) override { return {.reduce_root = true}; }
   FusionTraits HandleArgmax(const Instruction&) override { return {.reduce_root = true}; }
   FusionTraits HandleContraction(const Instruction&) override { return {.contraction = true}; }
@@ -417,10 +421,24 @@ class Planner {
     // The root last (it is the latest member already, by position).
     double bytes = 0;
     for (const Instruction* out : g.outputs) bytes += static_cast<double>(out->shape.ByteSize());
-    for (const Instruction* in : g.inputs) bytes += static_cast<double>(in->shape.ByteSize());
+    for (const Instruction* in : g.inputs) bytes += InputBytes(g, in);
     g.hbm_bytes = bytes;
     plan.fused_instructions += static_cast<int64_t>(g.members.size());
     plan.bytes_saved += std::max(0.0, unfused - bytes);
+  }
+
+  // Bytes a group reads of its input `in`: all of it, unless the group reads it only through
+  // dynamic slices (operand 0), which read their windows.
+  double InputBytes(const FusionGroup& g, const Instruction* in) const {
+    double windows = 0;
+    for (const Instruction* m : g.members) {
+      for (size_t k = 0; k < m->operands.size(); ++k) {
+        if (m->operands[k] != in) continue;
+        if (m->opcode != Opcode::kDynamicSlice || k != 0) return static_cast<double>(in->shape.ByteSize());
+        windows += static_cast<double>(m->shape.ByteSize());
+      }
+    }
+    return std::min(windows, static_cast<double>(in->shape.ByteSize()));
   }
 
   const ir::Computation& comp_;

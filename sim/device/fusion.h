@@ -24,9 +24,12 @@
 //    earlier kernel's values. Dots never join one.
 //  - An outer-product dot (IsOuterProduct) counts as a cheap elementwise op.
 //  - A lone IsBitcast reshape / transpose moves no bytes and launches nothing.
+//  - Dynamic-slice fuses into its consumer like convert and reshape (into a loop fusion or a
+//    dot's operand); the kernel then reads the window of the sliced operand, not all of it.
 //  - Never fused: parameters, tuples, get-tuple-element, partition-id, collectives, loops, and
-//    data movement other than broadcast / reshape (transpose, slices, pad, concatenate, gather,
-//    dynamic-update-slice), sort, top-k, cumsum, reduce-window, random-uniform.
+//    data movement other than broadcast / reshape / dynamic-slice (transpose, slices, pad,
+//    concatenate, gather, dynamic-update-slice), sort, top-k, cumsum, reduce-window,
+//    random-uniform.
 // A fused group's intermediate values never reach HBM: it reads each distinct external input
 // once and writes each output (the root, and each other value it owns that a kernel outside
 // reads) once. A group of one instruction keeps the cost analysis' bytes (slices read only what

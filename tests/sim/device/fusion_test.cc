@@ -360,6 +360,38 @@ TEST_CASE("data movement other than broadcast / reshape is not fused") {
   CHECK(plan.group_of.at(t) != plan.group_of.at(n));
 }
 
+TEST_CASE("a dynamic slice fuses into its consumer, which reads only the window") {
+  // A stack s f32[8,256,256] (2 MiB); row i (256 KiB) sliced, reshaped and added to y
+  // f32[256,256] (256 KiB). Fused: one kernel reads the window 256 KiB, y 256 KiB and the two
+  // s32 starts (8 B), and writes the sum 256 KiB.
+  ir::Module m("ds");
+  Builder b(m.AddComputation("main", true));
+  auto* s = b.Parameter(0, Shape(DType::kF32, {8, 256, 256}), "s");
+  auto* y = b.Parameter(1, Shape(DType::kF32, {256, 256}), "y");
+  auto* i = b.Parameter(2, Shape(DType::kS32, {}), "i");
+  auto* zero = b.Parameter(3, Shape(DType::kS32, {}), "zero");
+  auto* row = b.DynamicSlice(s, {i, zero, zero}, {1, 256, 256});
+  auto* add = b.Add(b.Reshape(row, {256, 256}), y);
+  const FusionPlan plan = Plan(m, true);
+  const FusionGroup& g = GroupOf(plan, add);
+  CHECK(plan.group_of.at(row) == plan.group_of.at(add));
+  CHECK(g.hbm_bytes == 3 * 256 * 1024 + 8);
+  // A dot's operand too: the dot reads the window, not the stack.
+  ir::Module d("ds_dot");
+  Builder db(d.AddComputation("main", true));
+  auto* ds = db.Parameter(0, Shape(DType::kF32, {8, 256, 256}), "s");
+  auto* di = db.Parameter(1, Shape(DType::kS32, {}), "i");
+  auto* w = db.Parameter(2, Shape(DType::kF32, {256, 256}), "w");
+  auto* drow = db.Reshape(db.DynamicSlice(ds, {di, di, di}, {1, 256, 256}), {256, 256});
+  ir::DotDims dims;
+  dims.lhs_contracting = {1};
+  dims.rhs_contracting = {0};
+  auto* dot = db.Dot(drow, w, dims);
+  const FusionPlan dplan = Plan(d, true);
+  CHECK(dplan.group_of.at(drow) == dplan.group_of.at(dot));
+  CHECK(GroupOf(dplan, dot).hbm_bytes == 3 * 256 * 1024 + 4);
+}
+
 TEST_CASE("a reshape or transpose that only moves unit dims is a bitcast: no kernel, no bytes") {
   // [1,8,4] -> transpose {1,0,2} -> [8,1,4]: the non-unit dims 8, 4 keep their order, so every
   // element stays where it is. transpose {2,1,0} -> [4,8,1] swaps them: a real copy,
