@@ -225,12 +225,12 @@ void WritePlot(const ExperimentContext& ctx, const TrainingConfig& c,
            << ' ' << PlotValue(p.paper_core_years) << '\n';
     }
     gp << "set title '" << c.name << ": core-years to " << FormatFixed(c.tokens / 1e12, 2)
-       << "e12 tokens against parameters (both series at the exact count of podsim)'\n"
+       << "e12 tokens against parameters (both series at the exact count of podsim)' noenhanced\n"
        << "set logscale xy\nset xlabel 'parameters (billions)'\nset ylabel 'core-years'\n"
        << "set key top left\nset grid\n"
        << "plot 'plot.csv' using 2:3 title 'podsim' with points pt 7 ps 1.5, \\\n"
        << "     'plot.csv' using 2:4 title 'paper (Table 3)' with points pt 5 ps 1.5, \\\n"
-       << "     'plot.csv' using 2:3:1 with labels offset 1,1 notitle\n";
+       << "     'plot.csv' using 2:3:1 with labels offset 1,1 noenhanced notitle\n";
   } else {
     data << "label weights activations\n";
     for (const PlotPoint& p : points) {
@@ -243,7 +243,7 @@ void WritePlot(const ExperimentContext& ctx, const TrainingConfig& c,
              << PlotValue(p.paper_activations) << '\n';
       }
     }
-    gp << "set title '" << c.name << ": per-core memory at the peak (GiB; the bars of the paper in GB)'\n"
+    gp << "set title '" << c.name << ": per-core memory at the peak (GiB; the bars of the paper in GB)' noenhanced\n"
        << "set style data histograms\nset style histogram rowstacked\nset style fill solid 0.8\n"
        << "set boxwidth 0.7\nset xtics rotate by -30\nset ylabel 'memory per core'\nset key top left\n"
        << "set grid ytics\nset yrange [0:*]\n"

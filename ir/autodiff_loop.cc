@@ -22,12 +22,19 @@ std::optional<Sharding> StackSharding(const Instruction& value) {
   return s;
 }
 
+// The scope of the work of saving `value` per iteration (its stack's zeros and the write of each
+// row): "save/<the value's scope>".
+std::string SaveScope(const Instruction& value) {
+  return value.scope.empty() ? "save" : "save/" + value.scope;
+}
+
 // A zero stack of `trips` values shaped and sharded like `value`.
 Instruction* ZeroStack(Builder& b, const Instruction& value, int64_t trips) {
   Shape stacked = value.shape;
   stacked.dims.insert(stacked.dims.begin(), trips);
   Instruction* z = Zeros(b, stacked);
   z->sharding = StackSharding(value);
+  z->scope = SaveScope(value);
   return z;
 }
 
@@ -137,6 +144,7 @@ void Differentiator::EmitSavingLoop(const Instruction& loop, Builder& b, Frame& 
     std::vector<Instruction*> starts{sparams[0]};
     for (size_t d = 0; d < x->shape.dims.size(); ++d) starts.push_back(S32(sb, 0));
     Instruction* stack = stack_params[j++];
+    Builder::ScopeGuard scope(sb, SaveScope(*x));
     next.push_back(sb.DynamicUpdateSlice(stack, sb.Reshape(x, one), starts));
     next.back()->sharding = stack->sharding;
   };

@@ -82,3 +82,20 @@ def test_experiment_results(tmp_path):
     results = podsim.read_results(str(out))
     del results["run_status"]
     check("experiment-results", results)
+
+
+def test_training_step_results(tmp_path):
+    binary = os.environ.get("PODSIM_BIN")
+    if not binary:
+        pytest.skip("PODSIM_BIN is not set")
+    toy = {"name": "toy", "experts": 8, "groups": 8, "num_layers": 2, "moe_every": 1,
+           "d_model": 16, "d_ff": 32, "num_heads": 2, "head_dim": 8, "tokens_per_group": 8,
+           "seq_len": 4, "source_vocab": 16, "target_vocab": 12, "dtype": "f32"}
+    config = {"experiment": "training_step", "name": "toy",
+              "points": [{"model": toy, "topology": "tpu-v3-8"}]}
+    path = tmp_path / "toy.json"
+    path.write_text(json.dumps(config))
+    out = tmp_path / "out"
+    subprocess.run([binary, "run", str(path), "--out", str(out)], check=True, capture_output=True)
+    with open(out / "results.json") as f:
+        check("experiment-results", json.load(f))

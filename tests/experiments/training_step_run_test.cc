@@ -143,8 +143,9 @@ TEST_CASE("training_step: rematerialisation is chosen by fit, as the paper's com
     CHECK(p["recompute_fraction"].get<double>() > 0);
   }
   SUBCASE("no room even with remat: an OOM result naming the instruction and the bytes") {
-    const nlohmann::json p =
-        RunConfig(RematConfig("auto", layer_peak - 1), "podsim_ts_auto")["points"][0];
+    nlohmann::json config = RematConfig("auto", layer_peak - 1);
+    config["plot"] = "memory";
+    const nlohmann::json p = RunConfig(config, "podsim_ts_auto")["points"][0];
     CHECK(p["status"] == "oom");
     CHECK(p["remat"] == "per-layer");  // the smallest peak of the three
     CHECK(p["remat_candidates"].size() == 3);
@@ -155,6 +156,12 @@ TEST_CASE("training_step: rematerialisation is chosen by fit, as the paper's com
     CHECK(row.rfind("toy,8,64,", 0) == 0);
     CHECK(row.find(",,,,") != std::string::npos);
     CHECK(row.substr(row.size() - 4) == ",oom");
+    // And the plot's bar is labelled so.
+    std::ifstream plot((std::filesystem::temp_directory_path() / "podsim_ts_auto" / "out" / "plot.csv").string());
+    std::string header, bar;
+    std::getline(plot, header);
+    std::getline(plot, bar);
+    CHECK(bar.rfind("\"toy (oom)\" ", 0) == 0);
   }
 }
 
