@@ -65,6 +65,17 @@ def test_simulate_and_cost():
     check("ir-cost", cli_json("ir", "cost", module, "--json"))
 
 
+def run_experiment(binary, tmp_path, config):
+    """Runs `config` with `podsim run`; checks its results.json; returns the output dir."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    out = tmp_path / "out"
+    subprocess.run([binary, "run", str(path), "--out", str(out)], check=True, capture_output=True)
+    with open(out / "results.json") as f:
+        check("experiment-results", json.load(f))
+    return out
+
+
 def test_experiment_results(tmp_path):
     binary = os.environ.get("PODSIM_BIN")
     if not binary:
@@ -73,12 +84,7 @@ def test_experiment_results(tmp_path):
               "payloads": ["1MiB", "2MiB"],
               "slices": [{"partitions": 8, "topology": "tpu-v3-8"},
                          {"partitions": 16, "topology": "tpu-v3-16"}]}
-    path = tmp_path / "tiny.json"
-    path.write_text(json.dumps(config))
-    out = tmp_path / "out"
-    subprocess.run([binary, "run", str(path), "--out", str(out)], check=True, capture_output=True)
-    with open(out / "results.json") as f:
-        check("experiment-results", json.load(f))
+    out = run_experiment(binary, tmp_path, config)
     results = podsim.read_results(str(out))
     del results["run_status"]
     check("experiment-results", results)
@@ -93,9 +99,4 @@ def test_training_step_results(tmp_path):
            "seq_len": 4, "source_vocab": 16, "target_vocab": 12, "dtype": "f32"}
     config = {"experiment": "training_step", "name": "toy",
               "points": [{"model": toy, "topology": "tpu-v3-8"}]}
-    path = tmp_path / "toy.json"
-    path.write_text(json.dumps(config))
-    out = tmp_path / "out"
-    subprocess.run([binary, "run", str(path), "--out", str(out)], check=True, capture_output=True)
-    with open(out / "results.json") as f:
-        check("experiment-results", json.load(f))
+    run_experiment(binary, tmp_path, config)
