@@ -313,7 +313,7 @@ RunSummary RunTrainingStep(const ExperimentContext& ctx) {
       options.num_partitions = cores;
       options.Validate("sim");
       const pipeline::TrainingRun run = pipeline::RunTraining(model, c.optimizer, c.remat, *topology, options);
-      const sim::RunResult& result = *run.result;
+      const sim::RunResult& result = run.result;
       const std::string status = PointStatus(result);
       CountPoint(summary, status);
       if (c.details) report::WriteResults(result, ctx.out_dir + "/" + pt.name);

@@ -36,7 +36,7 @@ std::optional<ir::LoopRemat> ParseRematChoice(const std::string& name) {
 TrainingRun RunTraining(const models::GShardModelConfig& model,
                         const models::OptimizerConfig& optimizer,
                         std::optional<ir::LoopRemat> remat, const topo::Topology& topology,
-                        const sim::SimOptions& options, bool simulate) {
+                        const sim::SimOptions& options) {
   const int64_t cores = topology.num_cores();
   models::ValidateModelConfig(model);
   if (model.layer.num_devices != cores) {
@@ -50,7 +50,6 @@ TrainingRun RunTraining(const models::GShardModelConfig& model,
   const std::unique_ptr<ir::Module> loss = models::BuildGShardModelLoss(model, &stacked);
 
   TrainingRun run;
-  run.automatic = !remat.has_value();
   run.batch_tokens = model.layer.num_groups * model.layer.tokens_per_group;
   run.parameters = models::CountParameters(*loss).total;
   // The backward matmuls are twice the forward's; recomputation is not model work.
@@ -78,13 +77,12 @@ TrainingRun RunTraining(const models::GShardModelConfig& model,
     if (!remat && !run.memory.oom) break;
   }
   run.memory_saved_bytes = run.no_remat_peak_bytes - run.memory.peak_bytes;
-  if (!simulate) return run;
 
   run.result = sim::Simulate(*chosen, topology, run_options);
-  run.memory = run.result->memory;
-  const double step_us = run.result->step_time.micros();
+  run.memory = run.result.memory;
+  const double step_us = run.result.step_time.micros();
   double recompute_us = 0;
-  for (const sim::CategoryResult& c : run.result->categories) {
+  for (const sim::CategoryResult& c : run.result.categories) {
     if (c.category == "recompute" || c.category.rfind("recompute/", 0) == 0) {
       recompute_us += c.modelled().micros();
     }

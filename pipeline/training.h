@@ -34,29 +34,26 @@ struct RematCandidate {
 
 struct TrainingRun {
   ir::LoopRemat remat = ir::LoopRemat::kIterationInputs;  // the policy the step ran with
-  bool automatic = false;               // chosen by fit, not forced
   std::vector<RematCandidate> candidates;  // measured, in the order tried ("none" first)
   int64_t no_remat_peak_bytes = 0;      // the peak when every value a gradient reads is saved
   int64_t memory_saved_bytes = 0;       // no_remat_peak_bytes - the chosen policy's peak
   int64_t batch_tokens = 0;
   int64_t parameters = 0;               // the model's, exact (models::CountParameters)
   double model_flops = 0;               // 3 x the forward pass's matmul FLOPs, all devices
-  // Set when simulated (timing), else only `memory`.
-  std::optional<sim::RunResult> result;
-  sim::MemoryResult memory;             // the chosen policy's
+  sim::RunResult result;                // the chosen policy's step, simulated
+  sim::MemoryResult memory;             // the chosen policy's (result.memory)
   // The time of the backward loops' recomputation ("recompute" scopes: compute and its
-  // collectives, critical device) over the step time; 0 without timing or without recompute.
+  // collectives, critical device) over the step time; 0 without recomputation.
   double recompute_fraction = 0;
-  bool oom() const { return memory.oom; }
 };
 
-// `options.num_partitions` is set to the topology's cores; the model's num_devices must equal
-// them (models::ValidateModelConfig's errors otherwise). With `simulate` false the step is
-// not timed (memory only).
+// `options.num_partitions` is set to the topology's cores. Throws podsim::Error for a model
+// that cannot run there (models::ValidateModelConfig's errors, or num_devices other than the
+// topology's cores).
 TrainingRun RunTraining(const models::GShardModelConfig& model,
                         const models::OptimizerConfig& optimizer,
                         std::optional<ir::LoopRemat> remat, const topo::Topology& topology,
-                        const sim::SimOptions& options, bool simulate = true);
+                        const sim::SimOptions& options);
 
 // "auto" -> nullopt, else ir::ParseLoopRemat; the accepted names for a config's choice.
 std::optional<ir::LoopRemat> ParseRematChoice(const std::string& name);
