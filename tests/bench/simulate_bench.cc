@@ -18,7 +18,9 @@
 #include <string>
 
 #include "ir/builder.h"
+#include "models/gshard_model.h"
 #include "models/moe_transformer.h"
+#include "pipeline/training.h"
 #include "partitioner/propagation.h"
 #include "partitioner/spmd_partitioner.h"
 #include "sim/program/simulate.h"
@@ -226,6 +228,32 @@ void BM_SimulateGShardFig8(benchmark::State& state) {
 }
 BENCHMARK(BM_SimulateGShardFig8)->Arg(128)->Arg(512)->Arg(2048)->Unit(benchmark::kMillisecond)
     ->Iterations(1);
+
+// The whole training step of a Table 3 configuration on its v3 slice as the training_step
+// experiment runs it (pipeline::RunTraining: the step built and partitioned under each remat
+// policy until one fits, then simulated), with experiments/gshard_table3.json's network and
+// device calibration. Arg: 12 or 36 layers of MoE(2048E).
+// Target for 2048E,36L on 2048 cores: under 10 s and 4 GiB.
+void BM_TrainingStepOnPod(benchmark::State& state) {
+  const std::string name = "2048E," + std::to_string(state.range(0)) + "L";
+  models::GShardModelConfig model = models::PresetModelConfig(name);
+  model.layer.num_devices = 2048;
+  nlohmann::json tc = topo::ExpandTopologyConfig("tpu-v3-2048", "topology");
+  tc.merge_patch({{"link_bandwidth", 2.8e10}, {"hop_latency_us", 0.25}});
+  const auto topology = topo::LoadTopology(tc, "topology");
+  SimOptions options;
+  options.device = LoadDeviceSpec("tpu-v3-core");
+  options.collective_overhead_us = 25;
+  pipeline::TrainingRun run;
+  for (auto _ : state) {
+    run = pipeline::RunTraining(model, models::OptimizerConfig{}, std::nullopt, *topology, options);
+    benchmark::DoNotOptimize(run.result.step_time);
+  }
+  state.SetLabel(name + " " + ir::LoopRematName(run.remat));
+  state.counters["step_us"] = run.result.step_time.micros();
+  state.counters["peak_rss_mib"] = PeakRssMib();
+}
+BENCHMARK(BM_TrainingStepOnPod)->Arg(12)->Arg(36)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 }  // namespace
 }  // namespace podsim::sim
