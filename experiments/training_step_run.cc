@@ -246,7 +246,7 @@ void WritePlot(const ExperimentContext& ctx, const TrainingConfig& c,
     gp << "set title '" << c.name << ": per-core memory at the peak (GiB; the bars of the paper in GB)' noenhanced\n"
        << "set style data histograms\nset style histogram rowstacked\nset style fill solid 0.8\n"
        << "set boxwidth 0.7\nset xtics rotate by -30\nset ylabel 'memory per core'\nset key top left\n"
-       << "set grid ytics\nset yrange [0:*]\n"
+       << "set grid ytics\nset yrange [0:*]\nset key autotitle columnhead\n"
        << "plot 'plot.csv' using 2:xtic(1) title 'weights and optimizer state', '' using 3 title "
           "'activations and temporaries'\n";
   }
