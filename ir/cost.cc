@@ -69,7 +69,8 @@ double OperandBytes(const Instruction& i, size_t first = 0) {
 
 bool IsTranscendental(Opcode op) {
   return op == Opcode::kExp || op == Opcode::kLog || op == Opcode::kSqrt ||
-         op == Opcode::kRsqrt || op == Opcode::kTanh || op == Opcode::kPower;
+         op == Opcode::kRsqrt || op == Opcode::kTanh || op == Opcode::kPower ||
+         op == Opcode::kSine || op == Opcode::kCosine || op == Opcode::kLogistic;
 }
 
 class CostVisitor : public ConstVisitor<Cost> {

@@ -4,6 +4,7 @@
 
 #include "ir/interpreter.h"
 
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -266,8 +267,27 @@ Literal CheckedArgument(const Literal& arg, const Shape& shape, const std::strin
   return out;
 }
 
+// The first element type in `s` the interpreter does not compute, if any.
+std::optional<DType> UninterpretableType(const Shape& s) {
+  if (!s.is_tuple) return IsInterpretable(s.dtype) ? std::nullopt : std::optional(s.dtype);
+  for (const Shape& e : s.tuple_shapes) {
+    if (auto t = UninterpretableType(e)) return t;
+  }
+  return std::nullopt;
+}
+
+// The module, checked to have an entry and only element types the interpreter computes.
 const Computation& EntryOf(const Module& module) {
   if (module.entry() == nullptr) throw Error("module " + module.name() + " has no entry");
+  for (const auto& c : module.computations()) {
+    for (const auto& i : c->instructions()) {
+      if (auto t = UninterpretableType(i->shape)) {
+        interp::Fail(*i, "element type " + std::string(DTypeName(*t)) +
+                             " is not interpretable (the interpreter computes f32, bf16, f16, "
+                             "f64, s32 and pred; the cost model and simulator take every type)");
+      }
+    }
+  }
   return *module.entry();
 }
 

@@ -32,6 +32,12 @@ double FloatUnary(Opcode op, double x) {
     case Opcode::kRsqrt: return 1.0 / std::sqrt(x);
     case Opcode::kTanh: return std::tanh(x);
     case Opcode::kAbs: return std::fabs(x);
+    case Opcode::kSine: return std::sin(x);
+    case Opcode::kCosine: return std::cos(x);
+    case Opcode::kLogistic: return 1.0 / (1.0 + std::exp(-x));
+    case Opcode::kFloor: return std::floor(x);
+    case Opcode::kCeil: return std::ceil(x);
+    case Opcode::kIsFinite: return std::isfinite(x) ? 1.0 : 0.0;
     default: return Nan();
   }
 }
@@ -40,6 +46,7 @@ double IntUnary(Opcode op, double x) {
   switch (op) {
     case Opcode::kNegate: return WrapS32(-I(x));
     case Opcode::kAbs: return WrapS32(x < 0 ? -I(x) : I(x));  // abs(INT32_MIN) = INT32_MIN
+    case Opcode::kNot: return static_cast<double>(~static_cast<int32_t>(I(x)));
     default: return Nan();
   }
 }
@@ -73,6 +80,19 @@ double IntBinary(Opcode op, double a, double b) {
       return static_cast<double>(static_cast<int32_t>(x) & static_cast<int32_t>(y));
     case Opcode::kOr:
       return static_cast<double>(static_cast<int32_t>(x) | static_cast<int32_t>(y));
+    case Opcode::kXor:
+      return static_cast<double>(static_cast<int32_t>(x) ^ static_cast<int32_t>(y));
+    // Shifts by 32 or more (or negative amounts, as unsigned) give 0, or the sign for an
+    // arithmetic right shift, as in XLA.
+    case Opcode::kShiftLeft:
+      if (static_cast<uint64_t>(y) >= 32) return 0;
+      return static_cast<double>(static_cast<int32_t>(static_cast<uint32_t>(x) << y));
+    case Opcode::kShiftRightLogical:
+      if (static_cast<uint64_t>(y) >= 32) return 0;
+      return static_cast<double>(static_cast<int32_t>(static_cast<uint32_t>(x) >> y));
+    case Opcode::kShiftRightArithmetic:
+      return static_cast<double>(static_cast<int32_t>(x) >>
+                                 (static_cast<uint64_t>(y) >= 32 ? 31 : y));
     default: return Nan();
   }
 }
@@ -120,6 +140,10 @@ Literal LocalEvaluator::HandleElementwise(const Instruction& i) {
     r = a.unaryExpr(round_to(out_t));
     return out;
   }
+  if (op == Opcode::kNot && in_t == DType::kPred) {
+    r = (a == 0.0).select(Eigen::ArrayXd::Ones(a.size()), Eigen::ArrayXd::Zero(a.size()));
+    return out;
+  }
   if (IsElementwiseUnary(op)) {
     if (in_t == DType::kS32) {
       r = a.unaryExpr([op](double x) { return IntUnary(op, x); });
@@ -133,15 +157,20 @@ Literal LocalEvaluator::HandleElementwise(const Instruction& i) {
     const Comparison c = i.comparison;
     r = a.binaryExpr(b, [c](double x, double y) { return CompareValues(c, x, y) ? 1.0 : 0.0; });
   } else if (in_t == DType::kPred) {
-    if (op != Opcode::kAnd && op != Opcode::kOr) Fail(i, "does not apply to pred");
-    const bool is_and = op == Opcode::kAnd;
-    r = a.binaryExpr(b, [is_and](double x, double y) {
-      return (is_and ? (x != 0 && y != 0) : (x != 0 || y != 0)) ? 1.0 : 0.0;
+    if (op != Opcode::kAnd && op != Opcode::kOr && op != Opcode::kXor) {
+      Fail(i, "does not apply to pred");
+    }
+    r = a.binaryExpr(b, [op](double x, double y) {
+      const bool p = x != 0, q = y != 0;
+      return (op == Opcode::kAnd ? (p && q) : op == Opcode::kOr ? (p || q) : (p != q)) ? 1.0
+                                                                                       : 0.0;
     });
   } else if (in_t == DType::kS32) {
     r = a.binaryExpr(b, [op](double x, double y) { return IntBinary(op, x, y); });
   } else {
-    if (op == Opcode::kAnd || op == Opcode::kOr) Fail(i, "does not apply to floats");
+    if (op == Opcode::kAnd || op == Opcode::kOr || op == Opcode::kXor) {
+      Fail(i, "does not apply to floats");
+    }
     r = a.binaryExpr(b, [op](double x, double y) { return FloatBinary(op, x, y); })
             .unaryExpr(round_to(out_t));
   }

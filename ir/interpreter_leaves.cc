@@ -131,6 +131,8 @@ Literal RandomLiteral(const Shape& shape, uint64_t seed, uint64_t stream,
     switch (shape.dtype) {
       case DType::kF32:
       case DType::kBF16:
+      case DType::kF16:
+      case DType::kF64:
         if (range) {
           v = RoundToDType(range->first + (range->second - range->first) * u, shape.dtype);
           if (v >= range->second || v < range->first) v = range->first;  // rounded out
@@ -149,6 +151,9 @@ Literal RandomLiteral(const Shape& shape, uint64_t seed, uint64_t stream,
         break;
       case DType::kPred:
         v = u < 0.5 ? 0 : 1;
+        break;
+      default:  // not interpretable: EntryOf has refused the module before any value is drawn
+        v = 0;
         break;
     }
     out.values[n] = v;

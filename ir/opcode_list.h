@@ -71,4 +71,19 @@
   V(kGetTupleElement, "get-tuple-element", GetTupleElement, Control)    \
   /* Manual partitioning (GShard 3.2): a region of per-partition code. */ \
   V(kAutoToManual, "auto-to-manual", AutoToManual, ManualBoundary)      \
-  V(kManualToAuto, "manual-to-auto", ManualToAuto, ManualBoundary)
+  V(kManualToAuto, "manual-to-auto", ManualToAuto, ManualBoundary)    \
+  /* Elementwise ops of imported XLA programs (appended: the protobuf */ \
+  /* form numbers opcodes in this order, so existing numbers stay). */  \
+  V(kSine, "sine", Sine, ElementwiseUnary)                              \
+  V(kCosine, "cosine", Cosine, ElementwiseUnary)                        \
+  V(kLogistic, "logistic", Logistic, ElementwiseUnary)                  \
+  V(kFloor, "floor", Floor, ElementwiseUnary)                           \
+  V(kCeil, "ceil", Ceil, ElementwiseUnary)                              \
+  V(kNot, "not", Not, ElementwiseUnary)                                 \
+  V(kIsFinite, "is-finite", IsFinite, ElementwiseUnary)                 \
+  V(kXor, "xor", Xor, ElementwiseBinary)                                \
+  V(kShiftLeft, "shift-left", ShiftLeft, ElementwiseBinary)             \
+  V(kShiftRightLogical, "shift-right-logical", ShiftRightLogical,       \
+    ElementwiseBinary)                                                  \
+  V(kShiftRightArithmetic, "shift-right-arithmetic",                    \
+    ShiftRightArithmetic, ElementwiseBinary)

@@ -87,6 +87,17 @@ constexpr Same<Opcode, OpcodeProto> kOpcodes[] = {
     {Opcode::kGetTupleElement, OPCODE_GET_TUPLE_ELEMENT},
     {Opcode::kAutoToManual, OPCODE_AUTO_TO_MANUAL},
     {Opcode::kManualToAuto, OPCODE_MANUAL_TO_AUTO},
+    {Opcode::kSine, OPCODE_SINE},
+    {Opcode::kCosine, OPCODE_COSINE},
+    {Opcode::kLogistic, OPCODE_LOGISTIC},
+    {Opcode::kFloor, OPCODE_FLOOR},
+    {Opcode::kCeil, OPCODE_CEIL},
+    {Opcode::kNot, OPCODE_NOT},
+    {Opcode::kIsFinite, OPCODE_IS_FINITE},
+    {Opcode::kXor, OPCODE_XOR},
+    {Opcode::kShiftLeft, OPCODE_SHIFT_LEFT},
+    {Opcode::kShiftRightLogical, OPCODE_SHIFT_RIGHT_LOGICAL},
+    {Opcode::kShiftRightArithmetic, OPCODE_SHIFT_RIGHT_ARITHMETIC},
 };
 static_assert(std::size(kOpcodes) == kNumOpcodes && OpcodeProto_ARRAYSIZE == kNumOpcodes);
 static_assert(Mirrors(kOpcodes));
@@ -96,6 +107,18 @@ constexpr Same<DType, DTypeProto> kDTypes[] = {
     {DType::kBF16, DTYPE_BF16},
     {DType::kS32, DTYPE_S32},
     {DType::kPred, DTYPE_PRED},
+    {DType::kF16, DTYPE_F16},
+    {DType::kF64, DTYPE_F64},
+    {DType::kS8, DTYPE_S8},
+    {DType::kU8, DTYPE_U8},
+    {DType::kS16, DTYPE_S16},
+    {DType::kU16, DTYPE_U16},
+    {DType::kU32, DTYPE_U32},
+    {DType::kS64, DTYPE_S64},
+    {DType::kU64, DTYPE_U64},
+    {DType::kF8E4M3FN, DTYPE_F8E4M3FN},
+    {DType::kF8E5M2, DTYPE_F8E5M2},
+    {DType::kToken, DTYPE_TOKEN},
 };
 static_assert(std::size(kDTypes) == DTypeProto_ARRAYSIZE && Mirrors(kDTypes));
 

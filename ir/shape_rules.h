@@ -63,10 +63,11 @@ class Checker {
   [[noreturn]] void Overflow(const char* what) const {
     Fail(std::string(what) + " overflows int64");
   }
-  void ScalarS32(size_t k) const {
+  void ScalarInteger(size_t k) const {
     const Shape& s = Op(k);
-    if (s.rank() != 0 || s.dtype != DType::kS32) {
-      Fail("operand " + std::to_string(k) + " must be s32[], got " + s.ToString());
+    if (s.rank() != 0 || !IsInteger(s.dtype)) {
+      Fail("operand " + std::to_string(k) + " must be an integer scalar (s32[], u32[], ...), got " +
+           s.ToString());
     }
   }
 

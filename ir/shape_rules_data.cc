@@ -74,7 +74,7 @@ Shape ShapeRules::HandleDynamicSlice(const Instruction& i) {
   c.Require(!i.operands.empty(), "needs an operand");
   const Shape& a = c.Op(0);
   c.Operands(1 + a.dims.size());
-  for (size_t k = 1; k < i.operands.size(); ++k) c.ScalarS32(k);
+  for (size_t k = 1; k < i.operands.size(); ++k) c.ScalarInteger(k);
   c.Require(i.slice_sizes.size() == a.dims.size(), "needs one slice size per dim");
   for (size_t d = 0; d < a.dims.size(); ++d) {
     c.Require(0 <= i.slice_sizes[d] && i.slice_sizes[d] <= a.dims[d],
@@ -90,7 +90,7 @@ Shape ShapeRules::HandleDynamicUpdateSlice(const Instruction& i) {
   const Shape& a = c.Op(0);
   const Shape& u = c.Op(1);
   c.Operands(2 + a.dims.size());
-  for (size_t k = 2; k < i.operands.size(); ++k) c.ScalarS32(k);
+  for (size_t k = 2; k < i.operands.size(); ++k) c.ScalarInteger(k);
   c.Require(u.dtype == a.dtype && u.rank() == a.rank(), "update must match operand type/rank");
   for (size_t d = 0; d < a.dims.size(); ++d) {
     c.Require(u.dims[d] <= a.dims[d], "update larger than operand in dim " + std::to_string(d));
@@ -151,7 +151,7 @@ Shape ShapeRules::HandleGather(const Instruction& i) {
   c.Operands(2);
   const Shape& a = c.Op(0);
   const Shape& idx = c.Op(1);
-  c.Require(idx.dtype == DType::kS32, "indices must be s32");
+  c.Require(IsInteger(idx.dtype), "indices must be integers");
   c.Require(i.dimensions.size() == 1, "needs dimensions={axis}");
   int64_t axis = i.dimensions[0];
   c.Dim(axis, a.rank(), "gather axis");

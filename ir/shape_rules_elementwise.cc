@@ -18,10 +18,20 @@ Shape ShapeRules::HandleElementwiseUnary(const Instruction& i) {
     c.Require(!i.shape.is_tuple, "convert result must be an array");
     return Shape(i.shape.dtype, a.dims);
   }
+  if (op == Opcode::kNot) {
+    c.Require(a.dtype == DType::kPred || IsInteger(a.dtype),
+              "needs a pred or integer operand, got " + a.ToString());
+    return a;
+  }
+  if (op == Opcode::kIsFinite) {
+    c.Require(IsFloating(a.dtype), "needs a floating-point operand, got " + a.ToString());
+    return Shape(DType::kPred, a.dims);
+  }
   if (op != Opcode::kNegate && op != Opcode::kAbs) {
     c.Require(IsFloating(a.dtype), "needs a floating-point operand, got " + a.ToString());
   }
-  c.Require(a.dtype != DType::kPred, "does not apply to pred");
+  c.Require(a.dtype != DType::kPred && a.dtype != DType::kToken,
+            "does not apply to " + std::string(DTypeName(a.dtype)));
   return a;
 }
 
@@ -33,8 +43,12 @@ Shape ShapeRules::HandleElementwiseBinary(const Instruction& i) {
   const Shape& b = c.Op(1);
   c.Require(a == b, "operand shapes differ: " + a.ToString() + " vs " + b.ToString());
   if (op == Opcode::kCompare) return Shape(DType::kPred, a.dims);
-  if (op == Opcode::kAnd || op == Opcode::kOr) {
-    c.Require(a.dtype == DType::kPred || a.dtype == DType::kS32, "needs pred or s32 operands");
+  c.Require(a.dtype != DType::kToken, "does not apply to token");
+  if (op == Opcode::kAnd || op == Opcode::kOr || op == Opcode::kXor) {
+    c.Require(a.dtype == DType::kPred || IsInteger(a.dtype), "needs pred or integer operands");
+  } else if (op == Opcode::kShiftLeft || op == Opcode::kShiftRightLogical ||
+             op == Opcode::kShiftRightArithmetic) {
+    c.Require(IsInteger(a.dtype), "needs integer operands");
   } else {
     c.Require(a.dtype != DType::kPred, "does not apply to pred");
   }
@@ -78,13 +92,14 @@ Shape ShapeRules::HandlePartitionId(const Instruction& i) {
 
 Shape ShapeRules::HandleRandomUniform(const Instruction& i) {
   const Checker& c = c_;
-  c.Require(IsFloating(i.shape.dtype), "result must be f32 or bf16");
+  c.Require(i.shape.dtype == DType::kF32 || i.shape.dtype == DType::kBF16,
+            "result must be f32 or bf16");
   c.Require(i.rng_low < i.rng_high, "low must be < high");
   const auto& g = i.rng_global_dims;
   c.Require(g.size() == i.shape.dims.size(), "global_dims rank differs from the shape's");
   c.Require(i.operands.empty() || i.operands.size() == g.size(),
             "needs no offsets or one scalar s32 offset per dimension");
-  for (size_t k = 0; k < i.operands.size(); ++k) c.ScalarS32(k);
+  for (size_t k = 0; k < i.operands.size(); ++k) c.ScalarInteger(k);
   for (size_t d = 0; d < g.size(); ++d) {
     c.Require(i.shape.dims[d] <= g[d], "dimension " + std::to_string(d) +
                                            " larger than its global extent");

@@ -143,12 +143,25 @@ void AppendElement(double v, DType t, std::string* out) {
         return;
       }
       break;
+    case DType::kS8:
+    case DType::kU8:
+    case DType::kS16:
+    case DType::kU16:
     case DType::kS32:
-      if (RoundToDType(v, t) == v && !(v == 0 && std::signbit(v))) {
+    case DType::kU32:
+    case DType::kS64:
+    case DType::kU64:
+      // Integers whose double is an integer print as integers (2^63 and above do not fit
+      // AppendInt's int64: they keep the exact double form below).
+      if (RoundToDType(v, t) == v && !(v == 0 && std::signbit(v)) && v < 9.2233720368547758e18) {
         AppendInt(static_cast<int64_t>(v), out);
         return;
       }
       break;
+    case DType::kToken: break;
+    case DType::kF64:
+      AppendDouble(v, out);
+      return;
     case DType::kF32: {
       if (AppendSpecial(v, out)) return;
       float f = static_cast<float>(v);
@@ -158,11 +171,15 @@ void AppendElement(double v, DType t, std::string* out) {
       out->append(buf, res.ptr);
       return;
     }
-    case DType::kBF16: {
+    case DType::kBF16:
+    case DType::kF16:
+    case DType::kF8E4M3FN:
+    case DType::kF8E5M2: {
       if (AppendSpecial(v, out)) return;
       if (RoundToDType(v, t) != v) break;
       // The shortest float text always reads back; a few significant digits often do too
-      // (bf16 keeps 8 mantissa bits): take the shortest candidate, the float form on ties.
+      // (bf16 keeps 8 mantissa bits, f16 11, f8 at most 4): take the shortest candidate, the
+      // float form on ties.
       float f = static_cast<float>(v);
       char best[32];
       auto res = std::to_chars(best, best + sizeof(best), f);
@@ -275,8 +292,17 @@ bool ParseElement(std::string_view token, DType t, double* v, std::string* error
   }
   if (ParseSpecial(token, v, error)) {
     if (!error->empty()) return false;
-    if (t == DType::kF32 || t == DType::kBF16) return true;
-  } else if (t == DType::kF32 || t == DType::kBF16) {
+    if (IsFloating(t)) {
+      // f8e4m3fn has no infinities: inf reads as NaN. Other specials keep their bits.
+      if (std::isinf(*v)) *v = RoundToDType(*v, t);
+      return true;
+    }
+  } else if (t == DType::kF64) {
+    return ParseFinite<double>(token, v, error);
+  } else if (IsFloating(t)) {
+    // Through float, as XLA reads a literal of these types (the double rounding is exact
+    // for every type narrower than f32's 24 bits except at ties, which a printed value of
+    // the type never is).
     float f = 0;
     if (!ParseFinite<float>(token, &f, error)) return false;
     *v = RoundToDType(f, t);

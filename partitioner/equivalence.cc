@@ -59,12 +59,11 @@ double Poison(DType t) {
     case DType::kF32:
     case DType::kBF16:
       return std::numeric_limits<double>::quiet_NaN();
-    case DType::kS32:
-      return -1234567;
     case DType::kPred:
       return 1;
+    default:
+      return ir::IsFloating(t) ? std::numeric_limits<double>::quiet_NaN() : -1234567;
   }
-  return 0;
 }
 
 double Difference(double a, double b) {
@@ -73,17 +72,6 @@ double Difference(double a, double b) {
   }
   if (a == b) return 0;  // also equal infinities
   return std::fabs(a - b);
-}
-
-double UnitRoundoff(DType t) {
-  switch (t) {
-    case DType::kF32:
-      return std::ldexp(1.0, -24);
-    case DType::kBF16:
-      return std::ldexp(1.0, -8);
-    default:
-      return 0;
-  }
 }
 
 bool IsReduction(Opcode op) {
@@ -307,7 +295,7 @@ EquivalenceReport CompareOutputs(const ir::Module& global, const PartitionResult
     const Instruction* source = tuple && root->opcode == Opcode::kTuple ? root->operands[k] : root;
     const double reductions = ReductionsFeeding(source);
     scale = std::max(scale, PartialScaleFeeding(source, partial_scales));
-    c.tolerance = options.tolerance_factor * UnitRoundoff(want.shape.dtype) *
+    c.tolerance = options.tolerance_factor * ir::UnitRoundoff(want.shape.dtype) *
                   static_cast<double>(n) * reductions * (1 + scale);
     report.outputs.push_back(std::move(c));
   }

@@ -134,14 +134,6 @@ Literal FromFlat(const Instruction& i, const std::vector<float>& flat, int64_t g
   return out;
 }
 
-double UnitRoundoff(ir::DType t) {
-  switch (t) {
-    case ir::DType::kF32: return std::ldexp(1.0, -24);
-    case ir::DType::kBF16: return std::ldexp(1.0, -8);
-    default: return 0.0;
-  }
-}
-
 class FunctionalRunner {
  public:
   FunctionalRunner(const ProgramPlan& plan, const topo::Topology& topology)
@@ -337,7 +329,7 @@ class FunctionalRunner {
     check.max_abs_error = std::max(check.max_abs_error, worst);
     // Float sums in another order: a few units of roundoff per member, relative to the largest
     // magnitude (0 for integers and pure data movement of exact values).
-    const double tol = 4 * UnitRoundoff(dtype) * static_cast<double>(group_size) * (1 + magnitude);
+    const double tol = 4 * ir::UnitRoundoff(dtype) * static_cast<double>(group_size) * (1 + magnitude);
     check.tolerance = std::max(check.tolerance, reduces ? tol : 0.0);
   }
 

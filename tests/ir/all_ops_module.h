@@ -77,6 +77,21 @@ inline std::unique_ptr<Module> BuildAllOpsModule() {
   b.And(mask, mask);
   b.Or(mask, mask);
   b.Select(mask, x, x);
+  // The ops and element types of imported XLA programs.
+  for (Opcode op : {Opcode::kSine, Opcode::kCosine, Opcode::kLogistic, Opcode::kFloor,
+                    Opcode::kCeil, Opcode::kIsFinite}) {
+    b.Unary(op, x);
+  }
+  b.Convert(x, DType::kF16);
+  b.Convert(x, DType::kF8E4M3FN);
+  auto* ints = b.Iota(Shape(DType::kS32, {4, 8}), 0);
+  b.Unary(Opcode::kNot, ints);
+  b.Unary(Opcode::kNot, mask);
+  b.Binary(Opcode::kXor, mask, mask);
+  for (Opcode op : {Opcode::kXor, Opcode::kShiftLeft, Opcode::kShiftRightLogical,
+                    Opcode::kShiftRightArithmetic}) {
+    b.Binary(op, ints, ints);
+  }
 
   // Data movement.
   b.set_scope("moe/dispatch");

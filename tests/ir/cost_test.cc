@@ -331,6 +331,12 @@ TEST_CASE("every opcode gets its unit, and unit totals add up to the total") {
       {Opcode::kReduceScatter, Unit::kNetwork}, {Opcode::kAllToAll, Unit::kNetwork},
       {Opcode::kCollectivePermute, Unit::kNetwork},
       {Opcode::kAutoToManual, Unit::kNone}, {Opcode::kManualToAuto, Unit::kNone},
+      {Opcode::kSine, Unit::kVector}, {Opcode::kCosine, Unit::kVector},
+      {Opcode::kLogistic, Unit::kVector}, {Opcode::kFloor, Unit::kVector},
+      {Opcode::kCeil, Unit::kVector}, {Opcode::kNot, Unit::kVector},
+      {Opcode::kIsFinite, Unit::kVector}, {Opcode::kXor, Unit::kVector},
+      {Opcode::kShiftLeft, Unit::kVector}, {Opcode::kShiftRightLogical, Unit::kVector},
+      {Opcode::kShiftRightArithmetic, Unit::kVector},
   };
   REQUIRE(static_cast<int>(expected.size()) == kNumOpcodes);
   auto m = testing::BuildAllOpsModule();

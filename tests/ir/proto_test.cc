@@ -254,9 +254,9 @@ TEST_CASE("bad enum values name the instruction") {
       [] {
         ModuleFromProtoBytes(OneComputation({Param("p"), Negate("n", RefByIndex(0))
                                                              .Message(kInstrShape, Wire().Int(
-                                                                 kShapeDtype, 7))}));
+                                                                 kShapeDtype, 99))}));
       },
-      "instruction %n: bad dtype value 7");
+      "instruction %n: bad dtype value 99");
   ExpectError(
       [] {
         ModuleFromProtoBytes(
