@@ -1,4 +1,4 @@
-// podsim ir verify|print|cost|eval|convert: the IR tools.
+// podsim ir verify|print|cost|eval|convert|import: the IR tools.
 
 #include <cstdio>
 #include <iomanip>
@@ -30,7 +30,10 @@ constexpr const char* kUsage =
     "  print FILE             print in canonical IR text\n"
     "  cost FILE              per-instruction cost table and totals\n"
     "  eval FILE              evaluate with the reference interpreter\n"
-    "  convert IN OUT         convert between IR text (.hlo) and protobuf (.pb)\n";
+    "  convert IN OUT         convert between IR text (.hlo) and protobuf (.pb)\n"
+    "  import FILE [-o OUT]   read real XLA HLO text (JAX, TensorFlow, PyTorch/XLA) into\n"
+    "                         podsim's IR; prints a summary, writes OUT (.hlo or .pb)\n\n"
+    "Every verb reads XLA HLO text as well as podsim's own, recognised by its content.\n";
 
 // Parses `args` against `desc` with `positional` names; prints help and returns false on
 // --help.
@@ -160,6 +163,62 @@ int Convert(const Args& args) {
   return 0;
 }
 
+// NAME=N pairs of --trip-count.
+std::map<std::string, int64_t> TripCounts(const std::vector<std::string>& specs) {
+  std::map<std::string, int64_t> out;
+  for (const std::string& spec : specs) {
+    const size_t eq = spec.find('=');
+    int64_t n = -1;
+    if (eq != std::string::npos && eq > 0) {
+      try {
+        size_t used = 0;
+        n = std::stoll(spec.substr(eq + 1), &used);
+        if (used != spec.size() - eq - 1) n = -1;
+      } catch (const std::exception&) {
+        n = -1;
+      }
+    }
+    if (n < 0) throw Error("--trip-count " + spec + ": expected NAME=N with N >= 0");
+    std::string name = spec.substr(0, eq);
+    if (name[0] == '%') name.erase(0, 1);
+    out[name] = n;
+  }
+  return out;
+}
+
+int Import(const Args& args) {
+  po::options_description desc("podsim ir import options");
+  desc.add_options()("file", po::value<std::string>()->required(), "XLA HLO text module")(
+      "out,o", po::value<std::string>(), "write the module here (.hlo podsim text, or .pb)")(
+      "trip-count", po::value<std::vector<std::string>>()->composing(),
+      "NAME=N: trip count of while NAME, for loops whose count the module does not give "
+      "(repeatable)");
+  po::variables_map vm;
+  if (!ParseArgs(args, desc, {"file"}, vm,
+                 "usage: podsim ir import FILE [-o OUT] [--trip-count NAME=N ...]")) {
+    return 0;
+  }
+  const std::string path = vm["file"].as<std::string>();
+  ir::HloImportOptions options;
+  if (vm.count("trip-count")) {
+    options.trip_counts = TripCounts(vm["trip-count"].as<std::vector<std::string>>());
+  }
+  ir::HloImport imported = ImportXlaHlo(ReadFile(path), path, options);
+  const ir::Module& m = *imported.module;
+  std::cout << "ok: module " << m.name() << ", " << m.computations().size()
+            << " computation(s), " << m.InstructionCount() << " instruction(s), "
+            << (imported.partitioned
+                    ? "an SPMD program for " + std::to_string(imported.num_partitions) +
+                          " partition(s)"
+                    : std::string("a global program"))
+            << ", " << imported.warnings.size() << " warning(s)\n";
+  if (vm.count("out")) {
+    SaveModule(m, vm["out"].as<std::string>());
+    std::cout << "wrote " << vm["out"].as<std::string>() << "\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 int IrCommand(const Args& args) {
@@ -168,7 +227,8 @@ int IrCommand(const Args& args) {
     return args.empty() ? 2 : 0;
   }
   const std::map<std::string, int (*)(const Args&)> verbs = {
-      {"verify", Verify}, {"print", Print}, {"cost", Cost}, {"eval", Eval}, {"convert", Convert}};
+      {"verify", Verify}, {"print", Print}, {"cost", Cost}, {"eval", Eval}, {"convert", Convert},
+      {"import", Import}};
   auto it = verbs.find(args[0]);
   if (it == verbs.end()) throw Error("unknown verb 'ir " + args[0] + "'\n" + kUsage);
   try {

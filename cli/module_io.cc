@@ -2,11 +2,13 @@
 
 #include <cmath>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "base/error.h"
 #include "base/io.h"
+#include "ir/hlo_import.h"
 #include "ir/proto.h"
 #include "ir/text.h"
 
@@ -70,7 +72,15 @@ std::unique_ptr<ir::Module> LoadModule(const std::string& path) {
       throw Error(path + ": " + e.what());
     }
   }
+  if (ir::LooksLikeXlaHlo(bytes)) return ImportXlaHlo(bytes, path, {}).module;
   return ir::ParseModule(bytes, path);
+}
+
+ir::HloImport ImportXlaHlo(const std::string& text, const std::string& path,
+                           const ir::HloImportOptions& options) {
+  ir::HloImport imported = ir::ImportHlo(text, path, options);
+  for (const std::string& w : imported.warnings) std::cerr << "podsim: warning: " << w << "\n";
+  return imported;
 }
 
 void SaveModule(const ir::Module& module, const std::string& path) {

@@ -271,4 +271,59 @@ void Lexer::SkipParens() {
   } while (depth > 0);
 }
 
+void Lexer::SkipQuoted() {
+  const Loc open = Here0();
+  ++p_;
+  while (p_ != end_ && *p_ != '"' && *p_ != '\n') p_ += (*p_ == '\\' && end_ - p_ > 1 && p_[1] != '\n') ? 2 : 1;
+  if (p_ == end_ || *p_ != '"') Fail(open, "unterminated string (a string ends on its line)");
+  ++p_;
+}
+
+std::string_view Lexer::Balanced(std::string_view what) {
+  const Loc open = Here();
+  const char* start = p_;
+  std::string stack;  // expected closing brackets
+  do {
+    if (p_ == end_) {
+      Fail(open, "unterminated " + std::string(what) + " (no closing '" + stack.back() + "')");
+    }
+    const char c = *p_;
+    if (c == '{' || c == '(' || c == '[') {
+      stack.push_back(c == '{' ? '}' : c == '(' ? ')' : ']');
+    } else if (c == '}' || c == ')' || c == ']') {
+      if (stack.empty() || c != stack.back()) {
+        Fail(Here0(), "unbalanced '" + std::string(1, c) + "' in " + std::string(what));
+      }
+      stack.pop_back();
+    } else if (c == '"') {
+      SkipQuoted();
+      continue;
+    } else if (c == '\n') {
+      Newline(p_);
+    }
+    ++p_;
+  } while (!stack.empty());
+  return std::string_view(start, p_ - start);
+}
+
+std::string_view Lexer::RawValue(std::string_view what) {
+  SkipTrivia();
+  const char* start = p_;
+  while (p_ != end_) {
+    const char c = *p_;
+    if (c == '{' || c == '(' || c == '[') {
+      Balanced(what);
+    } else if (c == '"') {
+      SkipQuoted();
+    } else if (c == ',' || c == ')' || c == '}' || c == ']' || c == ' ' || c == '\t' ||
+               c == '\n' || c == '\r') {
+      break;
+    } else {
+      ++p_;
+    }
+  }
+  if (p_ == start) FailHere("expected a value for " + std::string(what) + ", got " + Describe());
+  return std::string_view(start, p_ - start);
+}
+
 }  // namespace podsim::ir::text_internal

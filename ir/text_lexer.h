@@ -33,6 +33,8 @@ class Lexer {
 
   bool AtEnd();
   bool Peek(char c);
+  // Whether `c` is the very next character (no whitespace or comment before it).
+  bool PeekAdjacent(char c) const { return p_ != end_ && *p_ == c; }
   // Consumes `c` (after trivia) if it is next.
   bool Consume(char c);
   // Consumes `text` (after trivia) if it comes next, e.g. "->".
@@ -68,9 +70,30 @@ class Lexer {
   std::string_view BraceBlock(std::string_view what);
   // At '(': skips to after the balanced ')'.
   void SkipParens();
+  // At '{', '(' or '[': consumes through the matching close, across lines, with every bracket
+  // kind nesting and double-quoted strings skipped whole; returns the text, brackets included.
+  std::string_view Balanced(std::string_view what);
+  // An attribute value of unknown structure: a run of bracketed groups, quoted strings and
+  // other characters up to a ',' ')' '}' or whitespace outside brackets. Fails if empty.
+  std::string_view RawValue(std::string_view what);
+
+  // A saved position, to look ahead and come back.
+  struct Mark {
+    const char* p;
+    const char* line_start;
+    int line;
+  };
+  Mark Save() const { return {p_, line_start_, line_}; }
+  void Restore(const Mark& m) {
+    p_ = m.p;
+    line_start_ = m.line_start;
+    line_ = m.line;
+  }
 
  private:
   void SkipTrivia();
+  // At '"': to after the closing quote, escapes skipped without being checked.
+  void SkipQuoted();
   void Newline(const char* at);
   // The location of p_ itself (no trivia skipping).
   Loc Here0() const;

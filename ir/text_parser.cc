@@ -131,7 +131,7 @@ void Parser::ParseInstruction(Computation* c, const Instruction** root) {
   if (op == Opcode::kParameter) {
     instr->parameter_number = lex_.Int();
   } else if (op == Opcode::kConstant) {
-    instr->literal = ParseLiteral(instr->shape);
+    instr->literal = ReadLiteral(lex_, instr->shape);
   } else if (!lex_.Peek(')')) {
     do {
       instr->operands.push_back(ParseOperand(c));
@@ -171,111 +171,9 @@ Instruction* Parser::ParseOperand(const Computation* c) {
   return o;
 }
 
-Shape Parser::ParseShape(int depth) {
-  if (depth > kMaxShapeDepth) {
-    lex_.FailHere("tuple shapes nest deeper than " + std::to_string(kMaxShapeDepth) + " levels");
-  }
-  if (lex_.Consume('(')) {
-    std::vector<Shape> elements;
-    if (!lex_.Consume(')')) {
-      do {
-        elements.push_back(ParseShape(depth + 1));
-      } while (lex_.Consume(','));
-      lex_.Expect(')', "to close the tuple shape");
-    }
-    return Shape::Tuple(std::move(elements));
-  }
-  Loc loc = lex_.Here();
-  std::string_view type = lex_.Word();
-  Shape s;
-  auto known = std::find_if(std::begin(kDTypes), std::end(kDTypes),
-                            [&](DType t) { return DTypeName(t) == type; });
-  if (known == std::end(kDTypes)) {
-    lex_.Fail(loc, type.empty() ? "expected a shape like f32[8,16], got " + lex_.Describe()
-                                : "unknown element type '" + std::string(type) +
-                                      "' (expected f32, bf16, s32 or pred)");
-  }
-  s.dtype = *known;
-  lex_.Expect('[', [&] { return "after element type " + std::string(type); });
-  if (!lex_.Consume(']')) {
-    do {
-      Loc dim_loc = lex_.Here();
-      int64_t d = lex_.Int();
-      if (d < 0) lex_.Fail(dim_loc, "dimension " + std::to_string(d) + " is negative");
-      if (static_cast<int64_t>(s.dims.size()) == kMaxRank) {
-        lex_.Fail(dim_loc, "more than " + std::to_string(kMaxRank) + " dimensions");
-      }
-      s.dims.push_back(d);
-    } while (lex_.Consume(','));
-    lex_.Expect(']', "to close the dimensions");
-    try {
-      s.ByteSize();  // the element count and the byte size fit int64
-    } catch (const Error& e) {
-      lex_.Fail(loc, e.what());
-    }
-  }
-  return s;
-}
+Shape Parser::ParseShape(int depth) { return ReadShape(lex_, /*xla_layouts=*/false, depth); }
 
-// A scalar is one value; an array is '{...}' nested per dimension, or flat row-major.
-Literal Parser::ParseLiteral(const Shape& shape) {
-  Loc loc = lex_.Here();
-  if (shape.is_tuple) lex_.Fail(loc, "a constant must have an array shape");
-  Literal lit;
-  lit.shape = shape;
-  // Not the declared count: a short constant may claim a huge shape. Values arrive as they are
-  // read, and their number is checked against the shape.
-  lit.values.reserve(static_cast<size_t>(std::min<int64_t>(shape.NumElements(), 1 << 16)));
-  if (shape.dims.empty()) {
-    lit.values.push_back(lex_.Element(shape.dtype));
-    return lit;
-  }
-  lex_.Expect('{', [&] { return "to open the values of a " + shape.ToString() + " constant"; });
-  if (shape.rank() > 1 && lex_.Peek('{')) {
-    LiteralDim(shape, 0, loc, &lit.values);
-    return lit;
-  }
-  if (!lex_.Consume('}')) {
-    do {
-      lit.values.push_back(lex_.Element(shape.dtype));
-    } while (lex_.Consume(','));
-    lex_.Expect('}', "to close the constant's values");
-  }
-  if (lit.NumElements() != shape.NumElements()) {
-    lex_.Fail(loc, "constant of shape " + shape.ToString() + " needs " +
-                       std::to_string(shape.NumElements()) + " values, got " +
-                       std::to_string(lit.NumElements()));
-  }
-  return lit;
-}
 
-// After the '{' of dimension `dim`, opened at `open`.
-void Parser::LiteralDim(const Shape& shape, size_t dim, Loc open, std::vector<double>* values) {
-  int64_t count = 0;
-  const bool innermost = dim + 1 == shape.dims.size();
-  if (!lex_.Consume('}')) {
-    do {
-      if (innermost) {
-        values->push_back(lex_.Element(shape.dtype));
-      } else {
-        Loc inner = lex_.Here();
-        lex_.Expect('{', [&] {
-          return "to open dimension " + std::to_string(dim + 1) + " of the constant";
-        });
-        LiteralDim(shape, dim + 1, inner, values);
-      }
-      ++count;
-    } while (lex_.Consume(','));
-    lex_.Expect('}', [&] {
-      return "to close dimension " + std::to_string(dim) + " of the constant";
-    });
-  }
-  if (count != shape.dims[dim]) {
-    lex_.Fail(open, "dimension " + std::to_string(dim) + " of " + shape.ToString() + " has " +
-                        std::to_string(shape.dims[dim]) + " elements, these braces hold " +
-                        std::to_string(count));
-  }
-}
 
 void Parser::ResolveBodies() {
   for (const PendingBody& p : pending_bodies_) {

@@ -13,10 +13,9 @@
 #include "ir/module.h"
 #include "ir/text_attributes.h"
 #include "ir/text_lexer.h"
+#include "ir/text_values.h"
 
 namespace podsim::ir::text_internal {
-
-inline constexpr DType kDTypes[] = {DType::kF32, DType::kBF16, DType::kS32, DType::kPred};
 
 // Where an instruction was written, for errors found after it was parsed.
 struct InstrEntry {
@@ -52,39 +51,10 @@ class Parser {
   // recursion on input).
   Shape ParseShape(int depth = 0);
 
-  // A scalar is one value; an array is '{...}' nested per dimension, or flat row-major.
-  Literal ParseLiteral(const Shape& shape);
-
-  // After the '{' of dimension `dim`, opened at `open`.
-  void LiteralDim(const Shape& shape, size_t dim, Loc open, std::vector<double>* values);
-
   void ParseAttributes(Instruction& instr, Loc op_loc);
 
   // "it takes dimensions, kind" for messages.
   static std::string Takes(Opcode op);
-
-  std::vector<int64_t> IntList();
-
-  bool Bool();
-
-  void ParseSlice(Instruction& instr);
-
-  void ParsePadding(Instruction& instr);
-
-  void ParseWindow(Instruction& instr);
-
-  void ParseDimLabels(Instruction& instr);
-
-  std::vector<std::vector<int64_t>> Groups();
-
-  // [G,S]<=[dims] or [G,S]<=[dims]T(perm): the iota form of ir/iota.h.
-  IotaReplicaGroupList IotaGroups();
-
-  void ParsePairs(Instruction& instr);
-
-  void ParseSharding(Instruction& instr) { instr.sharding = ShardingBlock(); }
-
-  Sharding ShardingBlock();
 
   void ParseAttributeValue(Instruction& instr, Attr a);
 

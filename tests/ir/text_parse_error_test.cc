@@ -134,8 +134,8 @@ TEST_CASE("bad attribute values of structured attributes") {
 }
 
 TEST_CASE("bad shapes and constants") {
-  ExpectErrorAt({"%a = f64[4] parameter(0)"}, "f64",
-                "unknown element type 'f64' (expected f32, bf16, s32 or pred)");
+  ExpectErrorAt({"%a = c64[4] parameter(0)"}, "c64",
+                "unknown element type 'c64' (expected one of f32, bf16, s32, pred, f16, f64");
   ExpectErrorAt({"%a = f32[4,-1] parameter(0)"}, "-1", "dimension -1 is negative");
   ExpectErrorAt({"%a = f32[4 parameter(0)"}, "parameter",
                 "expected ']' to close the dimensions, got 'parameter'");

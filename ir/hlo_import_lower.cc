@@ -1,0 +1,631 @@
+// Lowers hlo_internal::HloText to podsim's IR (ir/hlo_import.h), checking every instruction's
+// declared shape against podsim's shape rules as it goes so that an error names its line.
+// docs/hlo-import.md is the table of what becomes what.
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "base/error.h"
+#include "ir/hlo_import.h"
+#include "ir/hlo_import_internal.h"
+#include "ir/shape_inference.h"
+#include "ir/verifier.h"
+
+namespace podsim::ir {
+namespace hlo_internal {
+namespace {
+
+using text_internal::Lexer;
+
+// How the parameters of a computation being lowered get their values.
+enum class ParamMode {
+  kEntry,   // podsim parameters of the same numbers
+  kInline,  // the caller's operands (call, and computations applied elementwise)
+  kLoop,    // a loop body: parameter(0) is the carried tuple, podsim parameters 1..n
+};
+
+class Lowerer {
+ public:
+  Lowerer(const HloText& text, Lexer& lex, const HloImportOptions& options, HloImport& out)
+      : text_(text), lex_(lex), options_(options), out_(out) {}
+
+  void Run() {
+    out_.module = std::make_unique<Module>(text_.name);
+    DecidePartitioned();
+    const HloComputation& entry = text_.computations[text_.entry];
+    Computation* c = out_.module->AddComputation(entry.name, /*is_entry=*/true);
+    Instruction* root = Lower(entry, c, ParamMode::kEntry, {});
+    c->set_root(root);
+    SetAliases(entry, root);
+    out_.module->OrderComputations();
+    out_.module->RemoveDeadCode();
+    try {
+      Verify(*out_.module);
+    } catch (const Error& e) {
+      lex_.Fail(entry.loc, std::string("the imported module does not verify: ") + e.what());
+    }
+  }
+
+ private:
+  using Values = std::unordered_map<std::string, Instruction*>;
+
+  [[noreturn]] void Fail(Loc loc, const std::string& what) const { lex_.Fail(loc, what); }
+  void Warn(Loc loc, const std::string& what) { out_.warnings.push_back(lex_.Where(loc) + ": " + what); }
+
+  const HloComputation& Callee(const NameRef& ref) const {
+    auto it = text_.by_name.find(ref.name);
+    if (it == text_.by_name.end()) Fail(ref.loc, "%" + ref.name + " names no computation");
+    return text_.computations[it->second];
+  }
+
+  void DecidePartitioned() {
+    bool spmd = text_.computations[text_.entry].name.ends_with("_spmd");
+    int64_t devices = text_.num_partitions;
+    for (const HloComputation& c : text_.computations) {
+      for (const HloInstr& i : c.instrs) {
+        Opcode op;
+        const bool collective = ParseOpcode(i.opcode, &op) && IsCollective(op);
+        if (collective || i.opcode == "partition-id" || i.opcode.ends_with("-start")) spmd = true;
+        if (text_.num_partitions == 0 && (collective || i.opcode.ends_with("-start"))) {
+          if (i.attrs.iota_replica_groups) {
+            devices = std::max(devices, i.attrs.iota_replica_groups->devices.size());
+          }
+          for (const auto& g : i.attrs.replica_groups) {
+            for (int64_t d : g) devices = std::max(devices, d + 1);
+          }
+          for (const auto& [s, t] : i.attrs.source_target_pairs) {
+            devices = std::max({devices, s + 1, t + 1});
+          }
+        }
+      }
+    }
+    out_.partitioned = spmd;
+    out_.num_partitions = devices;
+  }
+
+  // The scope of an instruction: its op_name without the last component (the primitive), so
+  // that breakdowns are by the user's layer names.
+  static std::string ScopeOf(const HloInstr& h) {
+    const size_t slash = h.op_name.rfind('/');
+    return slash == std::string::npos ? h.op_name : h.op_name.substr(0, slash);
+  }
+
+  // Adds an instruction built from `h`'s attributes and checks its shape against the rules.
+  Instruction* Emit(Computation* c, const HloInstr& h, Opcode op, const Shape& shape,
+                    std::vector<Instruction*> operands, const std::string& name = "") {
+    auto ins = std::make_unique<Instruction>(h.attrs);
+    ins->opcode = op;
+    ins->shape = shape;
+    ins->operands = std::move(operands);
+    ins->name = name.empty() ? h.name : name;
+    ins->scope = ScopeOf(h);
+    if (out_.partitioned) ins->sharding.reset();
+    Instruction* added = c->Add(std::move(ins));
+    Shape expected;
+    try {
+      expected = InferShape(*added);
+    } catch (const Error& e) {
+      Fail(h.loc, std::string(e.what()));
+    }
+    if (expected != added->shape) {
+      Fail(h.shape_loc, h.name + ": shape " + added->shape.ToString() + " does not match the " +
+                            std::string(OpcodeName(op)) + " shape rule, which gives " +
+                            expected.ToString());
+    }
+    return added;
+  }
+
+  Instruction* Operand(const Values& values, const HloInstr& h, size_t k) const {
+    if (k >= h.operands.size()) {
+      Fail(h.opcode_loc, h.opcode + " " + h.name + " needs at least " + std::to_string(k + 1) +
+                             " operand(s), got " + std::to_string(h.operands.size()));
+    }
+    const NameRef& r = h.operands[k];
+    auto it = values.find(r.name);
+    if (it == values.end()) {
+      Fail(r.loc, "%" + r.name + " is not defined before its use in this computation");
+    }
+    return it->second;
+  }
+
+  void RequireOperands(const HloInstr& h, size_t n) const {
+    if (h.operands.size() != n) {
+      Fail(h.opcode_loc, h.opcode + " takes " + std::to_string(n) + " operand(s), got " +
+                             std::to_string(h.operands.size()));
+    }
+  }
+
+  // The reduction a two-parameter computation applies: its root is add/maximum/minimum/and/or
+  // (or multiply, unsupported) of its two parameters.
+  ReduceKind KindOf(const HloInstr& h) const {
+    if (!h.to_apply) Fail(h.opcode_loc, h.opcode + " " + h.name + " needs to_apply=");
+    const HloComputation& c = Callee(*h.to_apply);
+    const HloInstr& root = c.instrs[c.root];
+    auto is_param = [&](size_t k) {
+      if (k >= root.operands.size()) return false;
+      auto it = c.by_name.find(root.operands[k].name);
+      return it != c.by_name.end() && c.instrs[it->second].opcode == "parameter";
+    };
+    if (root.operands.size() == 2 && is_param(0) && is_param(1) && !root.shape.is_tuple &&
+        root.shape.dims.empty()) {
+      if (root.opcode == "add") return ReduceKind::kAdd;
+      if (root.opcode == "maximum") return ReduceKind::kMax;
+      if (root.opcode == "minimum") return ReduceKind::kMin;
+      if (root.opcode == "and") return ReduceKind::kAnd;
+      if (root.opcode == "or") return ReduceKind::kOr;
+    }
+    Fail(h.to_apply->loc, "to_apply=%" + c.name + " of " + h.name +
+                              " is not an add, maximum, minimum, and or or of its two "
+                              "parameters; podsim reduces with those only");
+  }
+
+  static bool IsScalarConstant(const Instruction* i, double* v) {
+    if (i->opcode != Opcode::kConstant || !i->shape.dims.empty() || i->shape.is_tuple) {
+      return false;
+    }
+    *v = i->literal.values[0];
+    return true;
+  }
+
+  // Whether `init` is the identity of `kind` (so the HLO init operand changes nothing).
+  static bool IsIdentity(const Instruction* init, ReduceKind kind) {
+    double v = 0;
+    if (!IsScalarConstant(init, &v)) return false;
+    if (init->shape.dtype == DType::kPred) {
+      return kind == ReduceKind::kAnd ? v == 1 : kind == ReduceKind::kOr && v == 0;
+    }
+    return v == ReduceIdentity(kind);
+  }
+
+  static Opcode CombineOp(ReduceKind k) {
+    switch (k) {
+      case ReduceKind::kAdd: return Opcode::kAdd;
+      case ReduceKind::kMax: return Opcode::kMaximum;
+      case ReduceKind::kMin: return Opcode::kMinimum;
+      case ReduceKind::kAnd: return Opcode::kAnd;
+      case ReduceKind::kOr: return Opcode::kOr;
+    }
+    return Opcode::kAdd;
+  }
+
+  // A scalar broadcast to `shape` (the value itself when shape is a scalar).
+  Instruction* BroadcastTo(Computation* c, const HloInstr& h, Instruction* scalar,
+                           const Shape& shape) {
+    if (scalar->shape == shape) return scalar;
+    HloInstr b = h;
+    b.attrs = Instruction();
+    return Emit(c, b, Opcode::kBroadcast, shape, {scalar}, h.name + ".broadcast");
+  }
+
+  Instruction* LowerReduce(Computation* c, const Values& v, const HloInstr& h) {
+    if (h.operands.size() != 2) {
+      Fail(h.opcode_loc, "reduce " + h.name + " has " + std::to_string(h.operands.size() / 2) +
+                             " inputs: variadic reductions are not supported yet");
+    }
+    const ReduceKind kind = KindOf(h);
+    Instruction* x = Operand(v, h, 0);
+    Instruction* init = Operand(v, h, 1);
+    const Opcode op = h.opcode == "reduce" ? Opcode::kReduce : Opcode::kReduceWindow;
+    HloInstr r = h;
+    r.attrs.reduce_kind = kind;
+    if (op == Opcode::kReduceWindow && r.attrs.window.empty()) {
+      r.attrs.window.resize(static_cast<size_t>(x->shape.rank()));
+    }
+    if (IsIdentity(init, kind)) return Emit(c, r, op, h.shape, {x});
+    if (op == Opcode::kReduceWindow) {
+      // The init also fills the padding: with another value the result is not a reduction of
+      // the window plus a constant.
+      Fail(h.operands[1].loc, "reduce-window " + h.name + ": its init value is not the "
+                              "identity of " + std::string(ReduceKindName(kind)) +
+                              " (podsim pads with the identity)");
+    }
+    Instruction* red = Emit(c, r, op, h.shape, {x}, h.name + ".reduce");
+    HloInstr comb = h;
+    comb.attrs = Instruction();
+    Instruction* b = BroadcastTo(c, h, init, h.shape);
+    return Emit(c, comb, CombineOp(kind), h.shape, {red, b});
+  }
+
+  // clamp(lo, x, hi) = min(max(x, lo), hi); lo and hi may be scalars.
+  Instruction* LowerClamp(Computation* c, const Values& v, const HloInstr& h) {
+    RequireOperands(h, 3);
+    Instruction* x = Operand(v, h, 1);
+    Instruction* lo = BroadcastTo(c, h, Operand(v, h, 0), x->shape);
+    Instruction* hi = BroadcastTo(c, h, Operand(v, h, 2), x->shape);
+    HloInstr e = h;
+    e.attrs = Instruction();
+    Instruction* m = Emit(c, e, Opcode::kMaximum, h.shape, {x, lo}, h.name + ".max");
+    return Emit(c, e, Opcode::kMinimum, h.shape, {m, hi});
+  }
+
+  Instruction* LowerCall(Computation* c, const Values& v, const HloInstr& h) {
+    const NameRef* callee = h.to_apply ? &*h.to_apply : h.calls ? &*h.calls : nullptr;
+    if (!callee) Fail(h.opcode_loc, h.opcode + " " + h.name + " needs to_apply= or calls=");
+    std::vector<Instruction*> args;
+    for (size_t k = 0; k < h.operands.size(); ++k) args.push_back(Operand(v, h, k));
+    return Lower(Callee(*callee), c, ParamMode::kInline, args);
+  }
+
+  // The trip count of a while: the override, backend_config's known_trip_count, or the
+  // condition `gte(param, k) <cmp> constant` with element k starting at a constant and the
+  // body adding a constant to it.
+  int64_t TripCount(const HloInstr& h, const std::vector<Instruction*>& init) const {
+    if (auto it = options_.trip_counts.find(h.name); it != options_.trip_counts.end()) {
+      return it->second;
+    }
+    const std::string_view key = "\"known_trip_count\":{\"n\":\"";
+    if (size_t at = h.backend_config.find(key); at != std::string::npos) {
+      return std::stoll(h.backend_config.substr(at + key.size()));
+    }
+    const HloComputation& cond = Callee(*h.condition);
+    const HloComputation& body = Callee(*h.body);
+    auto find = [](const HloComputation& c, const NameRef& r) -> const HloInstr* {
+      auto it = c.by_name.find(r.name);
+      return it == c.by_name.end() ? nullptr : &c.instrs[it->second];
+    };
+    auto constant_of = [&](const HloComputation& c, const NameRef& r, double* out) {
+      const HloInstr* i = find(c, r);
+      if (!i || i->opcode != "constant" || !i->literal || i->shape.is_tuple ||
+          !i->shape.dims.empty()) {
+        return false;
+      }
+      *out = i->literal->values[0];
+      return true;
+    };
+    auto element_of = [&](const HloComputation& c, const NameRef& r) -> int64_t {
+      const HloInstr* i = find(c, r);
+      if (!i || i->opcode != "get-tuple-element" || i->operands.empty()) return -1;
+      const HloInstr* p = find(c, i->operands[0]);
+      return p && p->opcode == "parameter" ? i->tuple_index : -1;
+    };
+    const HloInstr& root = cond.instrs[cond.root];
+    std::optional<int64_t> found;
+    if (root.opcode == "compare" && root.operands.size() == 2) {
+      Comparison cmp = root.attrs.comparison;
+      int64_t k = element_of(cond, root.operands[0]);
+      double limit = 0;
+      bool ok = k >= 0 && constant_of(cond, root.operands[1], &limit);
+      if (!ok) {  // constant <cmp> element: mirror the comparison
+        k = element_of(cond, root.operands[1]);
+        ok = k >= 0 && constant_of(cond, root.operands[0], &limit);
+        const Comparison mirror[] = {Comparison::kEq, Comparison::kNe, Comparison::kGt,
+                                     Comparison::kGe, Comparison::kLt, Comparison::kLe};
+        cmp = mirror[static_cast<int>(cmp)];
+      }
+      double start = 0, step = 0;
+      const HloInstr& broot = body.instrs[body.root];
+      if (ok && static_cast<size_t>(k) < init.size() && IsScalarConstant(init[k], &start) &&
+          broot.opcode == "tuple" && static_cast<size_t>(k) < broot.operands.size()) {
+        const HloInstr* next = find(body, broot.operands[k]);
+        if (next && next->opcode == "add" && next->operands.size() == 2) {
+          for (int s = 0; s < 2 && step == 0; ++s) {
+            if (element_of(body, next->operands[s]) == k) {
+              constant_of(body, next->operands[1 - s], &step);
+            }
+          }
+        }
+        if (step > 0 && (cmp == Comparison::kLt || cmp == Comparison::kLe ||
+                         cmp == Comparison::kNe)) {
+          const double span = limit - start + (cmp == Comparison::kLe ? 1 : 0);
+          found = span <= 0 ? 0 : static_cast<int64_t>(std::ceil(span / step));
+        } else if (step < 0 && (cmp == Comparison::kGt || cmp == Comparison::kGe ||
+                                cmp == Comparison::kNe)) {
+          const double span = start - limit + (cmp == Comparison::kGe ? 1 : 0);
+          found = span <= 0 ? 0 : static_cast<int64_t>(std::ceil(span / -step));
+        }
+      }
+    }
+    if (!found) {
+      Fail(h.opcode_loc,
+           "while " + h.name + ": its trip count is not in the module (no known_trip_count in "
+           "backend_config, and condition %" + cond.name + " is not a comparison of a counter "
+           "that starts at a constant and steps by a constant); give it with --trip-count " +
+               h.name + "=N");
+    }
+    return *found;
+  }
+
+  Instruction* LowerWhile(Computation* c, const Values& v, const HloInstr& h) {
+    RequireOperands(h, 1);
+    if (!h.condition || !h.body) Fail(h.opcode_loc, "while " + h.name + " needs condition= and body=");
+    Instruction* state = Operand(v, h, 0);
+    const bool tuple_state = state->shape.is_tuple;
+    std::vector<Instruction*> carried;
+    if (!tuple_state) {
+      carried.push_back(state);
+    } else {
+      for (size_t k = 0; k < state->shape.tuple_shapes.size(); ++k) {
+        carried.push_back(Element(c, h, state, static_cast<int64_t>(k)));
+      }
+    }
+    const int64_t trips = TripCount(h, carried);
+    const HloComputation& hbody = Callee(*h.body);
+    Computation* body = out_.module->AddComputation(out_.module->UniqueName(hbody.name));
+    Instruction* root = Lower(hbody, body, ParamMode::kLoop, carried, tuple_state);
+    std::vector<Instruction*> next;
+    if (!tuple_state) {
+      next.push_back(root);
+    } else {
+      for (size_t k = 0; k < carried.size(); ++k) {
+        next.push_back(Element(body, h, root, static_cast<int64_t>(k)));
+      }
+    }
+    HloInstr t = h;
+    t.attrs = Instruction();
+    t.op_name.clear();
+    std::vector<Shape> shapes;
+    for (Instruction* n : next) shapes.push_back(n->shape);
+    body->set_root(Emit(body, t, Opcode::kTuple, Shape::Tuple(shapes), next,
+                        hbody.name + ".next"));
+    HloInstr l = h;
+    l.attrs = Instruction();
+    l.attrs.trip_count = trips;
+    l.attrs.body = body;
+    Instruction* loop = Emit(c, l, Opcode::kLoop, Shape::Tuple(shapes), carried);
+    return tuple_state ? loop : Element(c, h, loop, 0);
+  }
+
+  // Element k of a tuple value: the operand itself when the value is a tuple instruction.
+  Instruction* Element(Computation* c, const HloInstr& h, Instruction* tuple, int64_t k) {
+    if (tuple->opcode == Opcode::kTuple) return tuple->operands[static_cast<size_t>(k)];
+    HloInstr g = h;
+    g.attrs = Instruction();
+    g.attrs.tuple_index = k;
+    return Emit(c, g, Opcode::kGetTupleElement, tuple->shape.tuple_shapes[static_cast<size_t>(k)],
+                {tuple}, h.name + ".element");
+  }
+
+  Instruction* LowerCustomCall(Computation* c, const Values& v, const HloInstr& h) {
+    const std::string& target = h.custom_call_target;
+    if (target == "Sharding") {
+      RequireOperands(h, 1);
+      Instruction* x = Operand(v, h, 0);
+      if (out_.partitioned || !h.attrs.sharding) return x;
+      // An annotation: a reshape to the same shape that carries the sharding (free in the
+      // cost model, as the custom-call is in XLA once the partitioner has read it).
+      return Emit(c, h, Opcode::kReshape, h.shape, {x});
+    }
+    if (target == "SPMDFullToShardShape" || target == "SPMDShardToFullShape") {
+      RequireOperands(h, 1);
+      Instruction* x = Operand(v, h, 0);
+      const bool to_manual = target == "SPMDFullToShardShape";
+      HloInstr m = h;
+      m.attrs.tiling = to_manual ? x->sharding : h.attrs.sharding;
+      if (!m.attrs.tiling) {
+        Fail(h.loc, target + " " + h.name + ": " +
+                        (to_manual ? "its operand has no sharding" : "it has no sharding") +
+                        " to give the tiling of the manual region");
+      }
+      m.attrs.sharding.reset();
+      return Emit(c, m, to_manual ? Opcode::kAutoToManual : Opcode::kManualToAuto, h.shape, {x});
+    }
+    if (target == "TopK") {
+      RequireOperands(h, 1);
+      HloInstr t = h;
+      if (!h.shape.is_tuple || h.shape.tuple_shapes.size() != 2) {
+        Fail(h.shape_loc, "TopK " + h.name + " must give a (values, indices) tuple");
+      }
+      t.attrs.k = h.shape.tuple_shapes[0].dims.empty() ? 0 : h.shape.tuple_shapes[0].dims.back();
+      return Emit(c, t, Opcode::kTopK, h.shape, {Operand(v, h, 0)});
+    }
+    Fail(h.opcode_loc, "custom-call " + h.name + ": target \"" + target +
+                           "\" is not one podsim knows (Sharding, SPMDFullToShardShape, "
+                           "SPMDShardToFullShape, TopK)");
+  }
+
+  Instruction* LowerOne(Computation* c, Values& v, const HloInstr& h) {
+    const std::string& op = h.opcode;
+    if (op == "constant") {
+      HloInstr k = h;
+      k.attrs.literal = *h.literal;
+      if (h.Has("elided")) {
+        Warn(h.loc, "constant " + h.name + " was printed elided ({...}): its values are zeros");
+      }
+      return Emit(c, k, Opcode::kConstant, h.shape, {});
+    }
+    if (op == "copy" || op == "opt-barrier") {
+      RequireOperands(h, 1);
+      return Operand(v, h, 0);  // layouts and scheduling barriers: no value change
+    }
+    if (op == "bitcast") {
+      RequireOperands(h, 1);
+      Instruction* x = Operand(v, h, 0);
+      if (x->shape.is_tuple || x->shape.dtype != h.shape.dtype) {
+        Fail(h.opcode_loc, "bitcast " + h.name + " changes the element type: podsim reads "
+                           "bitcasts that reshape only");
+      }
+      return x->shape == h.shape ? x : Emit(c, h, Opcode::kReshape, h.shape, {x});
+    }
+    if (op == "get-tuple-element") {
+      RequireOperands(h, 1);
+      Instruction* t = Operand(v, h, 0);
+      if (!t->shape.is_tuple || h.tuple_index < 0 ||
+          h.tuple_index >= static_cast<int64_t>(t->shape.tuple_shapes.size())) {
+        Fail(h.opcode_loc, "get-tuple-element " + h.name + ": index=" +
+                               std::to_string(h.tuple_index) + " is not an element of " +
+                               t->shape.ToString());
+      }
+      if (t->opcode == Opcode::kTuple) return t->operands[static_cast<size_t>(h.tuple_index)];
+      HloInstr g = h;
+      g.attrs.tuple_index = h.tuple_index;
+      return Emit(c, g, Opcode::kGetTupleElement, h.shape, {t});
+    }
+    if (op == "reduce" || op == "reduce-window") return LowerReduce(c, v, h);
+    if (op == "clamp") return LowerClamp(c, v, h);
+    if (op == "call") return LowerCall(c, v, h);
+    if (op == "while") return LowerWhile(c, v, h);
+    if (op == "custom-call") return LowerCustomCall(c, v, h);
+    if (op == "iota") {
+      HloInstr i = h;
+      i.attrs.dimensions = {h.iota_dimension};
+      return Emit(c, i, Opcode::kIota, h.shape, {});
+    }
+    if (op == "partition-id") {
+      // podsim's partition-id is s32; XLA's is u32.
+      Instruction* id = Emit(c, h, Opcode::kPartitionId, Shape(DType::kS32, {}), {},
+                             h.shape.dtype == DType::kS32 ? "" : h.name + ".s32");
+      if (h.shape.dtype == DType::kS32) return id;
+      HloInstr k = h;
+      k.attrs = Instruction();
+      return Emit(c, k, Opcode::kConvert, h.shape, {id});
+    }
+    Opcode opcode;
+    if (!ParseOpcode(op, &opcode) || opcode == Opcode::kLoop || opcode == Opcode::kParameter ||
+        opcode == Opcode::kArgmax || opcode == Opcode::kCumsum || opcode == Opcode::kSort ||
+        opcode == Opcode::kTopK || opcode == Opcode::kRandomUniform ||
+        opcode == Opcode::kAutoToManual || opcode == Opcode::kManualToAuto ||
+        opcode == Opcode::kGather) {
+      Fail(h.opcode_loc, "opcode '" + op + "' is not supported by the HLO importer yet");
+    }
+    HloInstr e = h;
+    if (IsCollective(opcode) && opcode != Opcode::kAllGather && opcode != Opcode::kAllToAll &&
+        opcode != Opcode::kCollectivePermute) {
+      e.attrs.reduce_kind = KindOf(h);
+    }
+    if (opcode == Opcode::kAllToAll) {
+      if (h.attrs.dimensions.size() != 1) {
+        Fail(h.opcode_loc, "all-to-all " + h.name + " without dimensions={d} (the tuple form) "
+                           "is not supported");
+      }
+      e.attrs.split_dimension = e.attrs.concat_dimension = h.attrs.dimensions[0];
+    }
+    if (opcode == Opcode::kConvolution && h.ints.count("batch_group_count") &&
+        h.ints.at("batch_group_count") != 1) {
+      Fail(h.opcode_loc, "convolution " + h.name + ": batch_group_count is not supported yet");
+    }
+    std::vector<Instruction*> operands;
+    for (size_t k = 0; k < h.operands.size(); ++k) operands.push_back(Operand(v, h, k));
+    return Emit(c, e, opcode, h.shape, std::move(operands));
+  }
+
+  // Lowers `hc` into `target`; returns the value of its root.
+  Instruction* Lower(const HloComputation& hc, Computation* target, ParamMode mode,
+                     const std::vector<Instruction*>& args, bool tuple_state = true) {
+    if (++depth_ > 64) Fail(hc.loc, "calls nest more than 64 deep (or recurse)");
+    Values values;
+    values.reserve(hc.instrs.size());
+    std::vector<Instruction*> loop_params;
+    if (mode == ParamMode::kLoop) {
+      HloInstr it;
+      it.name = "iteration";
+      Instruction* iter = Emit(target, it, Opcode::kParameter, Shape(DType::kS32, {}), {},
+                               hc.name + ".iteration");
+      iter->parameter_number = 0;
+      for (size_t k = 0; k < args.size(); ++k) {
+        HloInstr p;
+        p.name = hc.name + ".carried";
+        p.attrs.parameter_number = static_cast<int64_t>(k + 1);
+        loop_params.push_back(Emit(target, p, Opcode::kParameter, args[k]->shape, {}));
+      }
+    }
+    for (const HloInstr& h : hc.instrs) {
+      Instruction* value = nullptr;
+      if (h.opcode == "parameter") {
+        const int64_t n = h.attrs.parameter_number;
+        if (mode == ParamMode::kEntry) {
+          HloInstr p = h;
+          p.attrs.parameter_number = n;
+          value = Emit(target, p, Opcode::kParameter, h.shape, {});
+        } else if (mode == ParamMode::kInline) {
+          if (n < 0 || static_cast<size_t>(n) >= args.size()) {
+            Fail(h.loc, "parameter(" + std::to_string(n) + ") of " + hc.name + " has no operand");
+          }
+          value = args[static_cast<size_t>(n)];
+        } else {
+          if (n != 0) Fail(h.loc, "a while body takes one parameter, parameter(0)");
+          if (!tuple_state) {
+            value = loop_params[0];
+          } else {
+            HloInstr t = h;
+            t.attrs = Instruction();
+            std::vector<Shape> shapes;
+            for (Instruction* p : loop_params) shapes.push_back(p->shape);
+            value = Emit(target, t, Opcode::kTuple, Shape::Tuple(shapes), loop_params);
+          }
+        }
+        if (value->shape != h.shape) {
+          Fail(h.shape_loc, "parameter " + h.name + " is " + h.shape.ToString() +
+                                ", its value is " + value->shape.ToString());
+        }
+      } else {
+        value = LowerOne(target, values, h);
+      }
+      values[h.name] = value;
+    }
+    --depth_;
+    return values.at(hc.instrs[hc.root].name);
+  }
+
+  void SetAliases(const HloComputation& entry, const Instruction* root) {
+    std::vector<OutputAlias> aliases;
+    const auto params = out_.module->entry()->parameters();
+    for (const auto& [output, parameter] : text_.aliases) {
+      const bool ok = root->shape.is_tuple && output >= 0 &&
+                      output < static_cast<int64_t>(root->shape.tuple_shapes.size()) &&
+                      parameter >= 0 && parameter < static_cast<int64_t>(params.size()) &&
+                      root->shape.tuple_shapes[static_cast<size_t>(output)] ==
+                          params[static_cast<size_t>(parameter)]->shape;
+      if (ok) {
+        aliases.push_back({output, parameter});
+      } else {
+        Warn(entry.loc, "input_output_alias {" + std::to_string(output) + "}: (" +
+                            std::to_string(parameter) + ") does not match the shapes; dropped");
+      }
+    }
+    out_.module->set_output_aliases(std::move(aliases));
+  }
+
+  const HloText& text_;
+  Lexer& lex_;
+  const HloImportOptions& options_;
+  HloImport& out_;
+  int depth_ = 0;
+};
+
+}  // namespace
+}  // namespace hlo_internal
+
+HloImport ImportHlo(std::string_view text, const std::string& filename,
+                    const HloImportOptions& options) {
+  text_internal::Lexer lex(text, filename);
+  hlo_internal::HloText parsed = hlo_internal::ParseHloText(lex);
+  HloImport out;
+  hlo_internal::Lowerer(parsed, lex, options, out).Run();
+  return out;
+}
+
+bool LooksLikeXlaHlo(std::string_view text) {
+  for (std::string_view marker : {"]{", "to_apply=", "entry_computation_layout", "metadata={",
+                                  "backend_config=", " while(", " call(",
+                                  "iota_dimension=", "custom-call("}) {
+    if (text.find(marker) != std::string_view::npos) return true;
+  }
+  // An instruction named without '%' ("  x = f32[2] ...").
+  size_t line = 0;
+  for (int n = 0; n < 64 && line < text.size(); ++n) {
+    const size_t end = std::min(text.find('\n', line), text.size());
+    std::string_view l = text.substr(line, end - line);
+    const size_t first = l.find_first_not_of(" \t");
+    if (first != std::string_view::npos) {
+      l.remove_prefix(first);
+      if (l.starts_with("ROOT ")) l.remove_prefix(5);
+      const size_t eq = l.find(" = ");
+      if (eq != std::string_view::npos && eq > 0 && l[0] != '%' && l[0] != '/' &&
+          l.substr(0, eq).find_first_of(" ,(){}") == std::string_view::npos) {
+        return true;
+      }
+    }
+    line = end + 1;
+  }
+  return false;
+}
+
+}  // namespace podsim::ir
