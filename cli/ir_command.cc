@@ -1,5 +1,6 @@
 // podsim ir verify|print|cost|eval|convert|import: the IR tools.
 
+#include <cmath>
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
@@ -163,25 +164,26 @@ int Convert(const Args& args) {
   return 0;
 }
 
-// NAME=N pairs of --trip-count.
-std::map<std::string, int64_t> TripCounts(const std::vector<std::string>& specs) {
-  std::map<std::string, int64_t> out;
+// NAME=VALUE pairs of `option` (--trip-count, --custom-call-flops), VALUE a finite number >= 0.
+std::map<std::string, double> NamedValues(const std::vector<std::string>& specs,
+                                          const std::string& option) {
+  std::map<std::string, double> out;
   for (const std::string& spec : specs) {
     const size_t eq = spec.find('=');
-    int64_t n = -1;
+    double v = -1;
     if (eq != std::string::npos && eq > 0) {
       try {
         size_t used = 0;
-        n = std::stoll(spec.substr(eq + 1), &used);
-        if (used != spec.size() - eq - 1) n = -1;
+        v = std::stod(spec.substr(eq + 1), &used);
+        if (used != spec.size() - eq - 1 || !std::isfinite(v)) v = -1;
       } catch (const std::exception&) {
-        n = -1;
+        v = -1;
       }
     }
-    if (n < 0) throw Error("--trip-count " + spec + ": expected NAME=N with N >= 0");
+    if (!(v >= 0)) throw Error(option + " " + spec + ": expected NAME=VALUE with VALUE >= 0");
     std::string name = spec.substr(0, eq);
     if (name[0] == '%') name.erase(0, 1);
-    out[name] = n;
+    out[name] = v;
   }
   return out;
 }
@@ -192,16 +194,30 @@ int Import(const Args& args) {
       "out,o", po::value<std::string>(), "write the module here (.hlo podsim text, or .pb)")(
       "trip-count", po::value<std::vector<std::string>>()->composing(),
       "NAME=N: trip count of while NAME, for loops whose count the module does not give "
-      "(repeatable)");
+      "(repeatable)")(
+      "custom-call-flops", po::value<std::vector<std::string>>()->composing(),
+      "TARGET=F: floating-point operations per call of custom-call TARGET, which podsim keeps "
+      "as an opaque kernel (repeatable; default 0, with a warning)");
   po::variables_map vm;
   if (!ParseArgs(args, desc, {"file"}, vm,
-                 "usage: podsim ir import FILE [-o OUT] [--trip-count NAME=N ...]")) {
+                 "usage: podsim ir import FILE [-o OUT] [--trip-count NAME=N ...] "
+                 "[--custom-call-flops TARGET=F ...]")) {
     return 0;
   }
   const std::string path = vm["file"].as<std::string>();
   ir::HloImportOptions options;
   if (vm.count("trip-count")) {
-    options.trip_counts = TripCounts(vm["trip-count"].as<std::vector<std::string>>());
+    for (const auto& [name, n] :
+         NamedValues(vm["trip-count"].as<std::vector<std::string>>(), "--trip-count")) {
+      if (n != std::floor(n) || n > 9e15) {
+        throw Error("--trip-count " + name + ": expected a whole number of iterations");
+      }
+      options.trip_counts[name] = static_cast<int64_t>(n);
+    }
+  }
+  if (vm.count("custom-call-flops")) {
+    options.custom_call_flops =
+        NamedValues(vm["custom-call-flops"].as<std::vector<std::string>>(), "--custom-call-flops");
   }
   ir::HloImport imported = ImportXlaHlo(ReadFile(path), path, options);
   const ir::Module& m = *imported.module;

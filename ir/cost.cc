@@ -97,6 +97,16 @@ class CostVisitor : public ConstVisitor<Cost> {
   Cost HandleGather(const Instruction& i) override { return SliceLike(i); }
   Cost HandleArgmax(const Instruction& i) override { return HandleReduce(i); }
   Cost HandleTopK(const Instruction& i) override { return HandleSort(i); }
+  // The cost it was given: its flops on the matrix unit (a fused kernel of matrix products, as
+  // the custom-calls of imported programs are), its operands read and its result written once.
+  Cost HandleCustomCall(const Instruction& i) override {
+    Cost c;
+    c.unit = Unit::kMatrix;
+    c.flops = i.custom_call_flops;
+    c.bytes_read = OperandBytes(i);
+    c.bytes_written = Bytes(i.shape);
+    return c;
+  }
 
   // Cost of one execution of computation `c` (the sum over its instructions), memoized.
   const Cost& ComputationCost(const Computation& c) {

@@ -30,6 +30,9 @@ struct HloImportOptions {
   // Trip counts by while instruction name (without '%'), for loops whose count is not in the
   // module; they also override a count found there.
   std::map<std::string, int64_t> trip_counts;
+  // Floating-point operations per call of a custom-call target podsim does not model (kept as a
+  // custom-call that reads its operands and writes its result; 0 flops when not given here).
+  std::map<std::string, double> custom_call_flops;
 };
 
 struct HloImport {

@@ -7,6 +7,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -416,9 +417,20 @@ class Lowerer {
       t.attrs.k = h.shape.tuple_shapes[0].dims.empty() ? 0 : h.shape.tuple_shapes[0].dims.back();
       return Emit(c, t, Opcode::kTopK, h.shape, {Operand(v, h, 0)});
     }
-    Fail(h.opcode_loc, "custom-call " + h.name + ": target \"" + target +
-                           "\" is not one podsim knows (Sharding, SPMDFullToShardShape, "
-                           "SPMDShardToFullShape, TopK)");
+    // Any other target: kept, with the cost the user gives it.
+    HloInstr k = h;
+    k.attrs.custom_call_target = target;
+    if (target.empty()) Fail(h.opcode_loc, "custom-call " + h.name + " has no custom_call_target");
+    if (auto it = options_.custom_call_flops.find(target); it != options_.custom_call_flops.end()) {
+      k.attrs.custom_call_flops = it->second;
+    } else if (warned_targets_.insert(target).second) {
+      Warn(h.opcode_loc, "custom-call target \"" + target + "\" is not modelled: kept as an "
+                         "opaque kernel that reads its operands and writes its result with 0 "
+                         "flops (give its flops with --custom-call-flops " + target + "=F)");
+    }
+    std::vector<Instruction*> operands;
+    for (size_t n = 0; n < h.operands.size(); ++n) operands.push_back(Operand(v, h, n));
+    return Emit(c, k, Opcode::kCustomCall, h.shape, std::move(operands));
   }
 
   Instruction* LowerOne(Computation* c, Values& v, const HloInstr& h) {
@@ -464,6 +476,7 @@ class Lowerer {
     if (op == "while") return LowerWhile(c, v, h);
     if (op == "custom-call") return LowerCustomCall(c, v, h);
     if (op == "iota") {
+      if (h.iota_dimension < 0) Fail(h.opcode_loc, "iota " + h.name + " needs iota_dimension=");
       HloInstr i = h;
       i.attrs.dimensions = {h.iota_dimension};
       return Emit(c, i, Opcode::kIota, h.shape, {});
@@ -588,6 +601,7 @@ class Lowerer {
   const HloImportOptions& options_;
   HloImport& out_;
   int depth_ = 0;
+  std::set<std::string> warned_targets_;
 };
 
 }  // namespace
@@ -605,7 +619,7 @@ HloImport ImportHlo(std::string_view text, const std::string& filename,
 bool LooksLikeXlaHlo(std::string_view text) {
   for (std::string_view marker : {"]{", "to_apply=", "entry_computation_layout", "metadata={",
                                   "backend_config=", " while(", " call(",
-                                  "iota_dimension=", "custom-call("}) {
+                                  "iota_dimension="}) {
     if (text.find(marker) != std::string_view::npos) return true;
   }
   // An instruction named without '%' ("  x = f32[2] ...").

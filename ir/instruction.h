@@ -62,6 +62,11 @@
 //                      shards tile (each element from the first partition in the tile
 //                      assignment that holds it). Both need every partition (the interpreter's
 //                      lockstep mode, InterpretSpmd) unless the tiling has one device.
+// custom-call          custom_call_target, flops; any operands; the result shape as declared.
+//                      An operation podsim does not model (an imported program's fused-attention
+//                      kernel, ...): it reads its operands and writes its result once and does
+//                      `flops` floating-point operations on the matrix unit; the interpreter,
+//                      the partitioner and autodiff refuse it.
 
 #include <cstdint>
 #include <optional>
@@ -155,6 +160,8 @@ struct Instruction {
   int64_t tuple_index = 0;
   std::optional<Sharding> tiling;  // auto-to-manual, manual-to-auto
   std::optional<std::pair<double, double>> argument_range;  // parameter
+  std::string custom_call_target;  // custom-call
+  double custom_call_flops = 0;    // custom-call
 
   // Name scope / category, e.g. "moe/dispatch"; used for time breakdowns.
   std::string scope;

@@ -24,7 +24,7 @@ bool ParseOpcode(std::string_view name, Opcode* op);
 // The family of an opcode (the last column of ir/opcode_list.h).
 enum class OpFamily : uint8_t {
   kLeaf, kElementwiseUnary, kElementwiseBinary, kElementwiseTernary, kDataMovement,
-  kContraction, kReduction, kCollective, kControl, kManualBoundary,
+  kContraction, kReduction, kCollective, kControl, kManualBoundary, kOpaque,
 };
 OpFamily FamilyOf(Opcode op);
 

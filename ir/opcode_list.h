@@ -86,4 +86,6 @@
   V(kShiftRightLogical, "shift-right-logical", ShiftRightLogical,       \
     ElementwiseBinary)                                                  \
   V(kShiftRightArithmetic, "shift-right-arithmetic",                    \
-    ShiftRightArithmetic, ElementwiseBinary)
+    ShiftRightArithmetic, ElementwiseBinary)                            \
+  /* An operation podsim knows only by name and the cost it is given. */ \
+  V(kCustomCall, "custom-call", CustomCall, Opaque)

@@ -98,6 +98,7 @@ constexpr Same<Opcode, OpcodeProto> kOpcodes[] = {
     {Opcode::kShiftLeft, OPCODE_SHIFT_LEFT},
     {Opcode::kShiftRightLogical, OPCODE_SHIFT_RIGHT_LOGICAL},
     {Opcode::kShiftRightArithmetic, OPCODE_SHIFT_RIGHT_ARITHMETIC},
+    {Opcode::kCustomCall, OPCODE_CUSTOM_CALL},
 };
 static_assert(std::size(kOpcodes) == kNumOpcodes && OpcodeProto_ARRAYSIZE == kNumOpcodes);
 static_assert(Mirrors(kOpcodes));
@@ -283,6 +284,8 @@ void ToProto(const Instruction& i, const Computation& comp,
   if (i.body) p->set_body(i.body->name());
   p->set_tuple_index(i.tuple_index);
   p->set_scope(i.scope);
+  p->set_custom_call_target(i.custom_call_target);
+  p->set_custom_call_flops(i.custom_call_flops);
   if (i.sharding) ToProto(*i.sharding, p->mutable_sharding());
   if (i.tiling) ToProto(*i.tiling, p->mutable_tiling());
   if (i.iota_replica_groups) {
@@ -502,6 +505,8 @@ class Reader {
     }
     i->tuple_index = p.tuple_index();
     i->scope = p.scope();
+    i->custom_call_target = p.custom_call_target();
+    i->custom_call_flops = p.custom_call_flops();
     if (p.has_sharding()) i->sharding = ReadSharding(p.sharding());
     if (p.has_tiling()) i->tiling = ReadSharding(p.tiling());
     if (p.has_iota_replica_groups()) {

@@ -126,6 +126,7 @@ class ShapeRules : public ConstVisitor<Shape> {
   Shape HandleLoop(const Instruction& i) override;
   Shape HandleTuple(const Instruction& i) override;
   Shape HandleManualBoundary(const Instruction& i) override;
+  Shape HandleCustomCall(const Instruction& i) override;
   Shape HandleGetTupleElement(const Instruction& i) override;
 
  private:

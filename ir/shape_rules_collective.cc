@@ -1,6 +1,7 @@
 // Shape rules of collectives, loops, tuples and the manual-region boundaries (ir/shape_rules.h).
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -157,6 +158,15 @@ Shape ShapeRules::HandleGetTupleElement(const Instruction& i) {
   c.Require(i.tuple_index >= 0 && i.tuple_index < static_cast<int64_t>(t.tuple_shapes.size()),
             "index " + std::to_string(i.tuple_index) + " out of range");
   return t.tuple_shapes[i.tuple_index];
+}
+
+// Whatever it was declared to give; it needs a target to be told apart.
+Shape ShapeRules::HandleCustomCall(const Instruction& i) {
+  const Checker& c = c_;
+  c.Require(!i.custom_call_target.empty(), "needs custom_call_target=\"...\"");
+  c.Require(i.custom_call_flops >= 0 && std::isfinite(i.custom_call_flops),
+            "flops must be a finite number >= 0");
+  return i.shape;
 }
 
 }  // namespace podsim::ir::internal

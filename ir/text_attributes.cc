@@ -41,6 +41,8 @@ constexpr std::array<AttrInfo, kNumAttrs> kAttrs = {{
     {"index", Presence::kRequired},
     {"tiling", Presence::kRequired},
     {"range", Presence::kWhenSet},
+    {"custom_call_target", Presence::kRequired},
+    {"flops", Presence::kWhenSet},
     {"sharding", Presence::kWhenSet},
     {"scope", Presence::kWhenSet},
 }};
@@ -69,6 +71,7 @@ constexpr A kPermute[] = {A::kSourceTargetPairs};
 constexpr A kLoop[] = {A::kTripCount, A::kBody};
 constexpr A kGte[] = {A::kIndex};
 constexpr A kParameter[] = {A::kRange};
+constexpr A kCustomCall[] = {A::kCustomCallTarget, A::kFlops};
 
 }  // namespace
 
@@ -116,6 +119,7 @@ std::span<const Attr> OpcodeAttrs(Opcode op) {
     case Opcode::kLoop: return kLoop;
     case Opcode::kGetTupleElement: return kGte;
     case Opcode::kParameter: return kParameter;
+    case Opcode::kCustomCall: return kCustomCall;
     case Opcode::kAutoToManual:
     case Opcode::kManualToAuto: return kTiling;
     default:

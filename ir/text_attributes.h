@@ -42,6 +42,8 @@ enum class Attr : uint8_t {
   kIndex,               // index=0
   kTiling,              // tiling={devices=[4,1]<=[4]}
   kRange,               // range={0,1}
+  kCustomCallTarget,    // custom_call_target="te_fused_attn_forward_ffi"
+  kFlops,               // flops=1.5e12
   kSharding,            // sharding={devices=[2,1]0,1}
   kScope,               // scope="moe/gate"
 };

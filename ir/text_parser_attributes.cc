@@ -2,6 +2,7 @@
 // that read "dimensions={0,1}", "window={...}", "replica_groups=...", shardings and the rest.
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -132,6 +133,15 @@ void Parser::ParseAttributeValue(Instruction& instr, Attr a) {
     case Attr::kTiling: instr.tiling = ReadSharding(lex_); break;
     case Attr::kSharding: instr.sharding = ReadSharding(lex_); break;
     case Attr::kScope: instr.scope = lex_.QuotedString(); break;
+    case Attr::kCustomCallTarget: instr.custom_call_target = lex_.QuotedString(); break;
+    case Attr::kFlops: {
+      const Loc loc = lex_.Here();
+      instr.custom_call_flops = lex_.Double();
+      if (!(instr.custom_call_flops >= 0) || !std::isfinite(instr.custom_call_flops)) {
+        lex_.Fail(loc, "flops must be a finite number >= 0");
+      }
+      break;
+    }
     case Attr::kRange: {
       lex_.Expect('{', "to open range={low,high}");
       const double low = lex_.Double();

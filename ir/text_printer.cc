@@ -260,6 +260,7 @@ class InstructionPrinter {
       case Attr::kDescending: return i.descending;
       case Attr::kSharding: return i.sharding.has_value();
       case Attr::kRange: return i.argument_range.has_value();
+      case Attr::kFlops: return i.custom_call_flops != 0;
       case Attr::kScope: return !i.scope.empty();
       default: return true;
     }
@@ -322,6 +323,8 @@ class InstructionPrinter {
         out_.push_back('}');
         break;
       case Attr::kScope: AppendQuoted(i.scope, &out_); break;
+      case Attr::kCustomCallTarget: AppendQuoted(i.custom_call_target, &out_); break;
+      case Attr::kFlops: AppendDouble(i.custom_call_flops, &out_); break;
     }
   }
 

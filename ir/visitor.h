@@ -39,6 +39,7 @@ class ConstVisitor {
   virtual R HandleCollective(const Instruction& i) { return DefaultAction(i); }
   virtual R HandleControl(const Instruction& i) { return DefaultAction(i); }
   virtual R HandleManualBoundary(const Instruction& i) { return DefaultAction(i); }
+  virtual R HandleOpaque(const Instruction& i) { return DefaultAction(i); }
 
   // One handler per opcode, defaulting to its family's.
 #define PODSIM_VISITOR_HANDLER(e, name, handler, family) \

@@ -92,6 +92,15 @@ inline std::unique_ptr<Module> BuildAllOpsModule() {
                     Opcode::kShiftRightArithmetic}) {
     b.Binary(op, ints, ints);
   }
+  {
+    auto call = std::make_unique<Instruction>();
+    call->opcode = Opcode::kCustomCall;
+    call->shape = Shape::Tuple({f32_48, Shape(DType::kU8, {16})});
+    call->operands = {x, ints};
+    call->custom_call_target = "te_fused_attn \"fwd\"";
+    call->custom_call_flops = 1.5e9;
+    b.computation()->Add(std::move(call));
+  }
 
   // Data movement.
   b.set_scope("moe/dispatch");

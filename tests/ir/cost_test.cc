@@ -336,7 +336,7 @@ TEST_CASE("every opcode gets its unit, and unit totals add up to the total") {
       {Opcode::kCeil, Unit::kVector}, {Opcode::kNot, Unit::kVector},
       {Opcode::kIsFinite, Unit::kVector}, {Opcode::kXor, Unit::kVector},
       {Opcode::kShiftLeft, Unit::kVector}, {Opcode::kShiftRightLogical, Unit::kVector},
-      {Opcode::kShiftRightArithmetic, Unit::kVector},
+      {Opcode::kShiftRightArithmetic, Unit::kVector}, {Opcode::kCustomCall, Unit::kMatrix},
   };
   REQUIRE(static_cast<int>(expected.size()) == kNumOpcodes);
   auto m = testing::BuildAllOpsModule();

@@ -30,6 +30,7 @@ const std::set<std::string> kImported = {
     "elementwise_add.hlo",
     "tfcompile_fully_connected.hlo",
     "jax_pjit_attention_fwd_bwd.hlo",
+    "model_llama31_70b_bf16_16x8.hlo",
 };
 
 TEST_CASE("the real HLO corpus imports, verifies, costs and round-trips") {

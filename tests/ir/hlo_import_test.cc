@@ -324,9 +324,42 @@ TEST_CASE("malformed and unsupported modules: FILE:LINE:COL and what was expecte
             .rfind("t.hlo:3:12: ", 0) == 0);
   CHECK(ImportError("HloModule m\nENTRY e {\n  ROOT x = f32[<=8] parameter(0)\n}\n")
             .find("t.hlo:3:16: dynamic dimensions") == 0);
-  // An unknown custom-call target names the target.
-  CHECK(ImportError(head + "  ROOT y = f32[2] custom-call(x), custom_call_target=\"foo\"\n}\n")
-            .find("target \"foo\" is not one podsim knows") != std::string::npos);
+}
+
+TEST_CASE("other custom-calls are kept with the flops they are given, and a warning") {
+  const std::string text =
+      "HloModule m\nENTRY e {\n  x = bf16[4,8] parameter(0)\n"
+      "  ROOT y = (bf16[4,8], u8[16]) custom-call(x, x), custom_call_target=\"fused_attn\", "
+      "api_version=API_VERSION_TYPED_FFI, backend_config={causal=true}\n}\n";
+  const auto plain = Import(text);
+  const Instruction* y = Find(*plain.module, "y");
+  REQUIRE(y != nullptr);
+  CHECK(y->opcode == Opcode::kCustomCall);
+  CHECK(y->custom_call_target == "fused_attn");
+  REQUIRE(plain.warnings.size() == 1);
+  CHECK(plain.warnings[0].find("t.hlo:4:32: custom-call target \"fused_attn\" is not modelled") == 0);
+  HloImportOptions options;
+  options.custom_call_flops["fused_attn"] = 1e9;
+  const auto given = Import(text, options);
+  CHECK(given.warnings.empty());
+  // Cost: the given flops on the matrix unit; reads both operands (2 x 4*8*2 B = 128 B), writes
+  // the result (64 B + 16 B).
+  const Cost c = InstructionCost(*Find(*given.module, "y"));
+  CHECK(c.flops == 1e9);
+  CHECK(c.bytes_read == 128);
+  CHECK(c.bytes_written == 80);
+  CHECK(c.unit == Unit::kMatrix);
+  // podsim's text keeps target and flops.
+  const auto back = ParseModule(PrintModule(*given.module), "back.hlo");
+  CHECK(Find(*back, "y")->custom_call_flops == 1e9);
+  CHECK(Find(*back, "y")->custom_call_target == "fused_attn");
+  // The interpreter refuses it by name.
+  try {
+    Interpret(*given.module, {Literal::Zeros(Shape(DType::kBF16, {4, 8}))});
+    FAIL("expected the interpreter to refuse a custom-call");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("%y (custom-call)") != std::string::npos);
+  }
 }
 
 TEST_CASE("LooksLikeXlaHlo tells XLA's text from podsim's") {
@@ -334,7 +367,11 @@ TEST_CASE("LooksLikeXlaHlo tells XLA's text from podsim's") {
   CHECK(LooksLikeXlaHlo("HloModule f\nENTRY %f {\n  %a = f32[2]{0} parameter(0)\n}\n"));
   const auto r = Import("HloModule f\nENTRY f {\n  a = f32[2]{0} parameter(0)\n  ROOT n = f32[2] negate(a)\n}\n");
   CHECK_FALSE(LooksLikeXlaHlo(PrintModule(*r.module)));
-  // podsim's get-tuple-element prints index= as XLA's does: not a sign of XLA text.
+  // podsim's get-tuple-element prints index= as XLA's does, and custom-call is an op of both:
+  // neither is a sign of XLA text.
+  CHECK_FALSE(LooksLikeXlaHlo(
+      "HloModule m\nENTRY %e {\n  %t = f32[2] parameter(0)\n"
+      "  ROOT %g = f32[2] custom-call(%t), custom_call_target=\"k\"\n}\n"));
   CHECK_FALSE(LooksLikeXlaHlo(
       "HloModule m\nENTRY %e {\n  %t = (f32[2]) parameter(0)\n"
       "  ROOT %g = f32[2] get-tuple-element(%t), index=0\n}\n"));

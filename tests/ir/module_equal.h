@@ -184,6 +184,8 @@ class ModuleDiffer {
     Field("split_dimension", a.split_dimension, b.split_dimension);
     Field("concat_dimension", a.concat_dimension, b.concat_dimension);
     Field("trip_count", a.trip_count, b.trip_count);
+    Field("custom_call_target", a.custom_call_target, b.custom_call_target);
+    Field("custom_call_flops", a.custom_call_flops, b.custom_call_flops);
     Field("body", ComputationName(a.body), ComputationName(b.body));
     Field("tuple_index", a.tuple_index, b.tuple_index);
     Field("scope", a.scope, b.scope);
