@@ -49,6 +49,7 @@ struct HloInstr {
   int64_t tuple_index = -1;  // get-tuple-element index=
   int64_t exponent_bits = -1, mantissa_bits = -1;
   std::optional<bool> largest;
+  double epsilon = 0;  // batch-norm-*
   // Integer-list attributes of gather/scatter and others, by key.
   std::map<std::string, std::vector<int64_t>, std::less<>> int_lists;
   std::map<std::string, int64_t, std::less<>> ints;

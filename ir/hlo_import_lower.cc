@@ -433,6 +433,155 @@ class Lowerer {
     return Emit(c, k, Opcode::kCustomCall, h.shape, std::move(operands));
   }
 
+  // A dot whose result type is not its operands' (XLA's preferred_element_type: f8 x f8 ->
+  // bf16, bf16 x bf16 -> f32), or whose operands differ in type. Operands of one type: the dot in
+  // that type, then a convert, so the matrix unit runs at the operands' rate as XLA runs it
+  // (interpreted values are rounded to the operand type first: a warning says so where the
+  // interpreter would see it). Operands of two types: both converted to the result type first
+  // (on TPUs without an f8 matrix unit, f8 operands are widened to bf16 as here). nullptr for a
+  // dot of one type throughout.
+  Instruction* LowerMixedDot(Computation* c, const Values& v, const HloInstr& h) {
+    Instruction* a = Operand(v, h, 0);
+    Instruction* b = Operand(v, h, 1);
+    const DType r = h.shape.dtype;
+    if (a->shape.is_tuple || b->shape.is_tuple) return nullptr;
+    if (a->shape.dtype == r && b->shape.dtype == r) return nullptr;
+    HloInstr conv = h;
+    conv.attrs = Instruction();
+    if (a->shape.dtype == b->shape.dtype) {
+      Shape narrow = h.shape;
+      narrow.dtype = a->shape.dtype;
+      Instruction* d = Emit(c, h, Opcode::kDot, narrow, {a, b}, h.name + ".dot");
+      if (IsInterpretable(a->shape.dtype) && IsInterpretable(r) && ByteWidth(r) > ByteWidth(narrow.dtype)) {
+        Warn(h.opcode_loc, "dot " + h.name + " (" + std::string(DTypeName(a->shape.dtype)) +
+                               " operands, " + std::string(DTypeName(r)) +
+                               " result) is computed in " + std::string(DTypeName(a->shape.dtype)) +
+                               " and converted: its cost is XLA's, interpreted values are rounded "
+                               "to the operand type");
+      }
+      return Emit(c, conv, Opcode::kConvert, h.shape, {d});
+    }
+    auto widen = [&](Instruction* x, const char* which) {
+      if (x->shape.dtype == r) return x;
+      Shape s = x->shape;
+      s.dtype = r;
+      return Emit(c, conv, Opcode::kConvert, s, {x}, h.name + "." + which);
+    };
+    return Emit(c, h, Opcode::kDot, h.shape, {widen(a, "lhs"), widen(b, "rhs")});
+  }
+
+  // An instruction podsim makes for `h` (named after it with `suffix`, in its scope), with
+  // attributes set by `set`.
+  template <typename Set>
+  Instruction* Make(Computation* c, const HloInstr& h, Opcode op, const Shape& shape,
+                    std::vector<Instruction*> operands, const std::string& suffix, Set set) {
+    HloInstr m = h;
+    m.attrs = Instruction();
+    set(m.attrs);
+    return Emit(c, m, op, shape, std::move(operands), h.name + "." + suffix);
+  }
+  Instruction* Make(Computation* c, const HloInstr& h, Opcode op, const Shape& shape,
+                    std::vector<Instruction*> operands, const std::string& suffix) {
+    return Make(c, h, op, shape, std::move(operands), suffix, [](Instruction&) {});
+  }
+
+  // batch-norm-training and batch-norm-grad, written out in podsim's ops as XLA's
+  // BatchNormExpander does (biased variance over every dim but feature_index):
+  //   training: mean = E[x], var = E[(x - mean)^2], y = (x - mean) rsqrt(var + eps) scale + offset
+  //   grad:     xhat = (x - mean) rsqrt(var + eps), d_offset = sum dy, d_scale = sum dy xhat,
+  //             dx = scale rsqrt(var + eps) (dy - d_offset / N - xhat d_scale / N)
+  Instruction* LowerBatchNorm(Computation* c, const Values& v, const HloInstr& h) {
+    const bool training = h.opcode == "batch-norm-training";
+    RequireOperands(h, training ? 3 : 5);
+    Instruction* x = Operand(v, h, 0);
+    const Shape xs = x->shape;
+    if (xs.is_tuple || !IsFloating(xs.dtype)) {
+      Fail(h.opcode_loc, h.opcode + " " + h.name + " needs a floating-point array operand");
+    }
+    const auto it = h.ints.find("feature_index");
+    const int64_t f = it == h.ints.end() ? -1 : it->second;
+    if (f < 0 || f >= xs.rank()) {
+      Fail(h.opcode_loc, h.opcode + " " + h.name + ": feature_index must name a dim of " +
+                             xs.ToString());
+    }
+    const Shape fs(xs.dtype, {xs.dims[static_cast<size_t>(f)]});
+    std::vector<int64_t> others;
+    for (int64_t d = 0; d < xs.rank(); ++d) {
+      if (d != f) others.push_back(d);
+    }
+    const double n = static_cast<double>(xs.NumElements()) / static_cast<double>(fs.dims[0]);
+    auto scalar = [&](double value, const std::string& name) {
+      return Make(c, h, Opcode::kConstant, Shape(xs.dtype, {}), {}, name,
+                  [&](Instruction& a) { a.literal = Literal::Scalar(xs.dtype, value); });
+    };
+    auto full = [&](Instruction* s, const Shape& to, const std::string& name) {
+      return Make(c, h, Opcode::kBroadcast, to, {s}, name, [](Instruction&) {});
+    };
+    auto along_f = [&](Instruction* per_feature, const std::string& name) {
+      return Make(c, h, Opcode::kBroadcast, xs, {per_feature}, name,
+                  [&](Instruction& a) { a.dimensions = {f}; });
+    };
+    auto sum = [&](Instruction* y, const std::string& name) {
+      return Make(c, h, Opcode::kReduce, fs, {y}, name, [&](Instruction& a) {
+        a.dimensions = others;
+        a.reduce_kind = ReduceKind::kAdd;
+      });
+    };
+    auto bin = [&](Opcode op, Instruction* a, Instruction* b, const std::string& name) {
+      return Make(c, h, op, a->shape, {a, b}, name);
+    };
+    Instruction* inv_n = scalar(1.0 / n, "inv_n");
+    Instruction* scale = Operand(v, h, 1);
+    Instruction* mean = nullptr;
+    Instruction* var = nullptr;
+    if (training) {
+      mean = bin(Opcode::kMultiply, sum(x, "sum"), full(inv_n, fs, "inv_n_f"), "mean");
+    } else {
+      mean = Operand(v, h, 2);
+      var = Operand(v, h, 3);
+    }
+    Instruction* centered = bin(Opcode::kSubtract, x, along_f(mean, "mean_b"), "centered");
+    if (training) {
+      Instruction* sq = bin(Opcode::kMultiply, centered, centered, "sq");
+      var = bin(Opcode::kMultiply, sum(sq, "sq_sum"), full(inv_n, fs, "inv_n_v"), "var");
+    }
+    Instruction* eps = full(scalar(h.epsilon, "eps"), fs, "eps_f");
+    Instruction* rstd = Make(c, h, Opcode::kRsqrt, fs, {bin(Opcode::kAdd, var, eps, "var_eps")},
+                             "rstd");
+    Instruction* xhat = bin(Opcode::kMultiply, centered, along_f(rstd, "rstd_b"), "xhat");
+    std::vector<Instruction*> outs;
+    if (training) {
+      Instruction* scaled = bin(Opcode::kMultiply, xhat, along_f(scale, "scale_b"), "scaled");
+      outs = {bin(Opcode::kAdd, scaled, along_f(Operand(v, h, 2), "offset_b"), "y"), mean, var};
+    } else {
+      Instruction* dy = Operand(v, h, 4);
+      Instruction* d_offset = sum(dy, "d_offset");
+      Instruction* d_scale = sum(bin(Opcode::kMultiply, dy, xhat, "dy_xhat"), "d_scale");
+      Instruction* inv_nf = full(inv_n, fs, "inv_n_g");
+      Instruction* mean_dy = along_f(bin(Opcode::kMultiply, d_offset, inv_nf, "mean_dy"), "mean_dy_b");
+      Instruction* mean_dyx = along_f(bin(Opcode::kMultiply, d_scale, inv_nf, "mean_dyx"), "mean_dyx_b");
+      Instruction* inner = bin(Opcode::kSubtract, bin(Opcode::kSubtract, dy, mean_dy, "dy_c"),
+                               bin(Opcode::kMultiply, xhat, mean_dyx, "xhat_m"), "inner");
+      Instruction* k = along_f(bin(Opcode::kMultiply, scale, rstd, "scale_rstd"), "k_b");
+      outs = {bin(Opcode::kMultiply, inner, k, "dx"), d_scale, d_offset};
+    }
+    std::vector<Shape> shapes;
+    for (Instruction* o : outs) shapes.push_back(o->shape);
+    return Emit(c, h, Opcode::kTuple, Shape::Tuple(shapes), outs);
+  }
+
+  // An op podsim has no rule for, as an opaque kernel that reads its operands, writes its result
+  // and does `flops` (custom-call "xla:<opcode>"); its values cannot be interpreted.
+  Instruction* Opaque(Computation* c, const Values& v, const HloInstr& h, double flops) {
+    std::vector<Instruction*> operands;
+    for (size_t n = 0; n < h.operands.size(); ++n) operands.push_back(Operand(v, h, n));
+    HloInstr k = h;
+    k.attrs = Instruction();
+    k.attrs.custom_call_target = "xla:" + h.opcode;
+    k.attrs.custom_call_flops = flops;
+    return Emit(c, k, Opcode::kCustomCall, h.shape, std::move(operands));
+  }
+
   Instruction* LowerOne(Computation* c, Values& v, const HloInstr& h) {
     const std::string& op = h.opcode;
     if (op == "constant") {
@@ -471,6 +620,15 @@ class Lowerer {
       return Emit(c, g, Opcode::kGetTupleElement, h.shape, {t});
     }
     if (op == "reduce" || op == "reduce-window") return LowerReduce(c, v, h);
+    if (op == "batch-norm-training" || op == "batch-norm-grad") return LowerBatchNorm(c, v, h);
+    if (op == "bitcast-convert") {
+      // Reinterpreting bits: the same type is the value itself; another type is a kernel that
+      // reads and writes the bytes (its values are not interpretable).
+      RequireOperands(h, 1);
+      Instruction* x = Operand(v, h, 0);
+      if (x->shape == h.shape) return x;
+      return Opaque(c, v, h, 0);
+    }
     if (op == "clamp") return LowerClamp(c, v, h);
     if (op == "call") return LowerCall(c, v, h);
     if (op == "while") return LowerWhile(c, v, h);
@@ -510,9 +668,20 @@ class Lowerer {
       }
       e.attrs.split_dimension = e.attrs.concat_dimension = h.attrs.dimensions[0];
     }
+    if (opcode == Opcode::kDot && h.operands.size() == 2 && !h.shape.is_tuple) {
+      if (Instruction* mixed = LowerMixedDot(c, v, h)) return mixed;
+    }
     if (opcode == Opcode::kConvolution && h.ints.count("batch_group_count") &&
         h.ints.at("batch_group_count") != 1) {
-      Fail(h.opcode_loc, "convolution " + h.name + ": batch_group_count is not supported yet");
+      // A filter gradient with batch groups (of a depthwise convolution): podsim's convolution
+      // has feature groups only, so it is an opaque kernel with the convolution's flops, two per
+      // multiply-add: output elements x kernel window x input features per output feature
+      // (the kernel's input-feature dim).
+      RequireOperands(h, 2);
+      const Shape& k = Operand(v, h, 1)->shape;
+      double window = static_cast<double>(k.dims.at(static_cast<size_t>(h.attrs.conv.kernel_input_feature)));
+      for (int64_t d : h.attrs.conv.kernel_spatial) window *= static_cast<double>(k.dims.at(static_cast<size_t>(d)));
+      return Opaque(c, v, h, 2.0 * static_cast<double>(h.shape.NumElements()) * window);
     }
     std::vector<Instruction*> operands;
     for (size_t k = 0; k < h.operands.size(); ++k) operands.push_back(Operand(v, h, k));

@@ -285,6 +285,8 @@ class HloParser {
       i.exponent_bits = lex_.Int();
     } else if (key == "mantissa_bits") {
       i.mantissa_bits = lex_.Int();
+    } else if (key == "epsilon") {
+      i.epsilon = lex_.Double();
     } else if (key == "largest") {
       i.largest = tv::ReadBool(lex_);
     } else if (key == "offset_dims" || key == "collapsed_slice_dims" ||

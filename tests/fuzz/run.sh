@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the libFuzzer targets of a PODSIM_FUZZ build for a bounded time each (docs/testing.md).
 #
-#   tests/fuzz/run.sh BUILD_DIR SECONDS [TARGET ...]     (targets default to all four)
+#   tests/fuzz/run.sh BUILD_DIR SECONDS [TARGET ...]     (targets default to all five)
 #
 # Each target starts from its seeds: tests/fuzz/corpus/<target>/ (small, checked in) plus the
 # shipped inputs it reads (IR modules, topology presets, experiment configs), copied into
@@ -14,12 +14,14 @@ seconds=$2
 shift 2
 src=$(cd "$(dirname "$0")/../.." && pwd)
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(ir_text ir_proto topology experiment_config)
+[ ${#targets[@]} -gt 0 ] || targets=(ir_text ir_proto hlo_import topology experiment_config)
 
 seed() {  # seed TARGET: the shipped files that target reads
   case $1 in
     ir_text) ls "$src"/experiments/*.hlo "$src"/tests/cli/data/*.hlo ;;
     ir_proto) ;;
+    # The small real modules beside the project, when they are there (never copied into it).
+    hlo_import) ls "$src"/../shared/hlo-corpus/*.hlo 2>/dev/null | grep -v model_ || true ;;
     topology) ls "$src"/topologies/presets/*.json ;;
     experiment_config) ls "$src"/experiments/*.json "$src"/tests/cli/data/*.json ;;
   esac

@@ -31,6 +31,8 @@ const std::set<std::string> kImported = {
     "tfcompile_fully_connected.hlo",
     "jax_pjit_attention_fwd_bwd.hlo",
     "model_llama31_70b_bf16_16x8.hlo",
+    "model_llama31_405b_fp8_16x8.hlo",
+    "model_mobilenet_v2_train.hlo",
 };
 
 TEST_CASE("the real HLO corpus imports, verifies, costs and round-trips") {

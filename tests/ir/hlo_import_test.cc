@@ -326,6 +326,127 @@ TEST_CASE("malformed and unsupported modules: FILE:LINE:COL and what was expecte
             .find("t.hlo:3:16: dynamic dimensions") == 0);
 }
 
+TEST_CASE("dots whose result type is not their operands'") {
+  const auto r = Import(R"(HloModule m
+ENTRY e {
+  a = f8e4m3fn[4,8] parameter(0)
+  b = f8e4m3fn[8,2] parameter(1)
+  c = f8e5m2[8,2] parameter(2)
+  x = bf16[4,8] parameter(3)
+  y = bf16[8,2] parameter(4)
+  same = bf16[4,2] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  mixed = bf16[4,2] dot(a, c), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  wide = f32[4,2] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT t = (bf16[4,2], bf16[4,2], f32[4,2]) tuple(same, mixed, wide)
+})");
+  // One operand type: the dot in f8e4m3fn (the matrix unit's rate and the operands' bytes), then
+  // a convert to bf16.
+  const Instruction* same = Find(*r.module, "same");
+  REQUIRE(same != nullptr);
+  CHECK(same->opcode == Opcode::kConvert);
+  CHECK(same->operand(0)->opcode == Opcode::kDot);
+  CHECK(same->operand(0)->shape.dtype == DType::kF8E4M3FN);
+  // Two operand types: both converted to bf16, then a bf16 dot.
+  const Instruction* mixed = Find(*r.module, "mixed");
+  REQUIRE(mixed != nullptr);
+  CHECK(mixed->opcode == Opcode::kDot);
+  CHECK(mixed->operand(0)->opcode == Opcode::kConvert);
+  CHECK(mixed->operand(1)->shape.dtype == DType::kBF16);
+  // bf16 x bf16 -> f32 is interpretable: the rounding to bf16 first gets a warning.
+  REQUIRE(r.warnings.size() == 1);
+  CHECK(r.warnings[0].find("dot wide (bf16 operands, f32 result)") != std::string::npos);
+}
+
+TEST_CASE("batch-norm-training by hand, batch-norm-grad against finite differences") {
+  {
+    // Feature 0 holds {1, 3}: mean 2, biased variance 1; feature 1 holds {2, 6}: mean 4,
+    // variance 4. With eps 0, scale {2, 1}, offset {0.5, -1}:
+    // y = (x - mean) / sqrt(var) * scale + offset = {{-1.5, -2}, {2.5, 0}}.
+    const auto r = Import(R"(HloModule m
+ENTRY e {
+  x = f32[2,2] parameter(0)
+  s = f32[2] parameter(1)
+  o = f32[2] parameter(2)
+  ROOT bn = (f32[2,2], f32[2], f32[2]) batch-norm-training(x, s, o), epsilon=0, feature_index=1
+})");
+    const Literal out = Run(*r.module, {F32({2, 2}, {1, 2, 3, 6}), F32({2}, {2, 1}),
+                                        F32({2}, {0.5, -1})});
+    CHECK(out.elements[0].values == std::vector<double>{-1.5, -2, 2.5, 0});
+    CHECK(out.elements[1].values == std::vector<double>{2, 4});
+    CHECK(out.elements[2].values == std::vector<double>{1, 4});
+  }
+  // batch-norm-grad is the vector-Jacobian product of batch-norm-training's output: checked
+  // against central differences of L = sum(dy * y) in f64, where y is the imported training op.
+  const auto train = Import(R"(HloModule m
+ENTRY e {
+  x = f64[3,2] parameter(0)
+  s = f64[2] parameter(1)
+  o = f64[2] parameter(2)
+  ROOT bn = (f64[3,2], f64[2], f64[2]) batch-norm-training(x, s, o), epsilon=0.001, feature_index=1
+})");
+  const auto grad = Import(R"(HloModule m
+ENTRY e {
+  x = f64[3,2] parameter(0)
+  s = f64[2] parameter(1)
+  m = f64[2] parameter(2)
+  v = f64[2] parameter(3)
+  dy = f64[3,2] parameter(4)
+  ROOT g = (f64[3,2], f64[2], f64[2]) batch-norm-grad(x, s, m, v, dy), epsilon=0.001, feature_index=1
+})");
+  const Shape xs(DType::kF64, {3, 2}), fs(DType::kF64, {2});
+  std::vector<double> x = {0.3, -1.2, 2.0, 0.7, -0.4, 1.9}, s = {1.5, -0.8}, o = {0.1, 0.2};
+  const std::vector<double> dy = {0.5, -1.0, 0.25, 2.0, -0.75, 0.3};
+  auto loss = [&](const std::vector<double>& xv, const std::vector<double>& sv,
+                  const std::vector<double>& ov) {
+    const Literal y = Run(*train.module, {Literal(xs, xv), Literal(fs, sv), Literal(fs, ov)});
+    double l = 0;
+    for (size_t k = 0; k < dy.size(); ++k) l += dy[k] * y.elements[0].values[k];
+    return l;
+  };
+  const Literal stats = Run(*train.module, {Literal(xs, x), Literal(fs, s), Literal(fs, o)});
+  const Literal g = Run(*grad.module, {Literal(xs, x), Literal(fs, s), stats.elements[1],
+                                       stats.elements[2], Literal(xs, dy)});
+  const double h = 1e-6;
+  auto diff = [&](std::vector<double>& p, size_t k) {
+    const double keep = p[k];
+    p[k] = keep + h;
+    const double up = loss(x, s, o);
+    p[k] = keep - h;
+    const double down = loss(x, s, o);
+    p[k] = keep;
+    return (up - down) / (2 * h);
+  };
+  for (size_t k = 0; k < x.size(); ++k) CHECK(g.elements[0].values[k] == doctest::Approx(diff(x, k)).epsilon(1e-6));
+  for (size_t k = 0; k < s.size(); ++k) CHECK(g.elements[1].values[k] == doctest::Approx(diff(s, k)).epsilon(1e-6));
+  for (size_t k = 0; k < o.size(); ++k) CHECK(g.elements[2].values[k] == doctest::Approx(diff(o, k)).epsilon(1e-6));
+}
+
+TEST_CASE("bitcast-convert and batch-group convolutions are opaque kernels with their cost") {
+  const auto r = Import(R"(HloModule m
+ENTRY e {
+  u = u32[4] parameter(0)
+  same = u32[4] bitcast-convert(u)
+  f = f32[4] bitcast-convert(same)
+  a = f32[8,6,6,4] parameter(1)
+  dy = f32[8,4,4,4] parameter(2)
+  w = f32[3,3,1,4] convolution(a, dy), window={size=4x4}, dim_labels=f01b_i01o->01bf, batch_group_count=4
+  ROOT t = (f32[4], f32[3,3,1,4]) tuple(f, w)
+})");
+  // u32 -> u32 is the value itself; u32 -> f32 reinterprets bits: a kernel moving 16 B each way.
+  CHECK(Find(*r.module, "same") == nullptr);
+  const Instruction* f = Find(*r.module, "f");
+  REQUIRE(f != nullptr);
+  CHECK(f->opcode == Opcode::kCustomCall);
+  CHECK(f->custom_call_target == "xla:bitcast-convert");
+  CHECK(InstructionCost(*f).bytes_read == 16);
+  // The filter gradient: 36 output elements, each a sum over the kernel's input features (8,
+  // the 'i' of f01b_i01o is dy's dim 0) and its 4x4 window: 2 * 36 * 8 * 16 = 9216 flops.
+  const Instruction* w = Find(*r.module, "w");
+  REQUIRE(w != nullptr);
+  CHECK(w->opcode == Opcode::kCustomCall);
+  CHECK(InstructionCost(*w).flops == 9216);
+}
+
 TEST_CASE("other custom-calls are kept with the flops they are given, and a warning") {
   const std::string text =
       "HloModule m\nENTRY e {\n  x = bf16[4,8] parameter(0)\n"
