@@ -3,6 +3,7 @@
 // docs/hlo-import.md is the table of what becomes what.
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -10,6 +11,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -264,7 +266,16 @@ class Lowerer {
     }
     const std::string_view key = "\"known_trip_count\":{\"n\":\"";
     if (size_t at = h.backend_config.find(key); at != std::string::npos) {
-      return std::stoll(h.backend_config.substr(at + key.size()));
+      // The digits of "n":"<count>"; anything else there is an error, not a guess.
+      int64_t n = -1;
+      const char* first = h.backend_config.data() + at + key.size();
+      const char* last = h.backend_config.data() + h.backend_config.size();
+      const auto [end, ec] = std::from_chars(first, last, n);
+      if (ec != std::errc() || end == last || *end != '"' || n < 0) {
+        Fail(h.opcode_loc, "while " + h.name + ": backend_config's known_trip_count is not a "
+                           "count >= 0");
+      }
+      return n;
     }
     const HloComputation& cond = Callee(*h.condition);
     const HloComputation& body = Callee(*h.body);
@@ -316,11 +327,11 @@ class Lowerer {
         if (step > 0 && (cmp == Comparison::kLt || cmp == Comparison::kLe ||
                          cmp == Comparison::kNe)) {
           const double span = limit - start + (cmp == Comparison::kLe ? 1 : 0);
-          found = span <= 0 ? 0 : static_cast<int64_t>(std::ceil(span / step));
+          found = Trips(h, span / step);
         } else if (step < 0 && (cmp == Comparison::kGt || cmp == Comparison::kGe ||
                                 cmp == Comparison::kNe)) {
           const double span = start - limit + (cmp == Comparison::kGe ? 1 : 0);
-          found = span <= 0 ? 0 : static_cast<int64_t>(std::ceil(span / -step));
+          found = Trips(h, span / -step);
         }
       }
     }
@@ -332,6 +343,15 @@ class Lowerer {
                h.name + "=N");
     }
     return *found;
+  }
+
+  // ceil(iterations) of a counted while, refused beyond 2^31 (a count no real program has,
+  // which would also overflow the cast).
+  int64_t Trips(const HloInstr& h, double iterations) const {
+    if (!(iterations <= 2147483648.0)) {
+      Fail(h.opcode_loc, "while " + h.name + ": its condition gives more than 2^31 iterations");
+    }
+    return iterations <= 0 ? 0 : static_cast<int64_t>(std::ceil(iterations));
   }
 
   Instruction* LowerWhile(Computation* c, const Values& v, const HloInstr& h) {
@@ -679,8 +699,16 @@ class Lowerer {
       // (the kernel's input-feature dim).
       RequireOperands(h, 2);
       const Shape& k = Operand(v, h, 1)->shape;
-      double window = static_cast<double>(k.dims.at(static_cast<size_t>(h.attrs.conv.kernel_input_feature)));
-      for (int64_t d : h.attrs.conv.kernel_spatial) window *= static_cast<double>(k.dims.at(static_cast<size_t>(d)));
+      const ConvDims& cd = h.attrs.conv;
+      auto kernel_dim = [&](int64_t d) {
+        if (k.is_tuple || d < 0 || d >= k.rank() || !h.Has("dim_labels")) {
+          Fail(h.opcode_loc, "convolution " + h.name + ": dim_labels do not fit its kernel " +
+                                 k.ToString());
+        }
+        return static_cast<double>(k.dims[static_cast<size_t>(d)]);
+      };
+      double window = kernel_dim(cd.kernel_input_feature);
+      for (int64_t d : cd.kernel_spatial) window *= kernel_dim(d);
       return Opaque(c, v, h, 2.0 * static_cast<double>(h.shape.NumElements()) * window);
     }
     std::vector<Instruction*> operands;

@@ -183,6 +183,14 @@ TEST_CASE("while: trip count from the condition, from known_trip_count, or given
   const std::string message = ImportError(unknown);
   CHECK(message.find("while w: its trip count is not in the module") != std::string::npos);
   CHECK(message.find("--trip-count w=N") != std::string::npos);
+  // A known_trip_count that is not a count, and a condition with 2^40 iterations: errors.
+  CHECK(ImportError(WhileModule("0", "5", R"(, backend_config={"known_trip_count":{"n":"x"}})"))
+            .find("known_trip_count is not a count") != std::string::npos);
+  std::string s64 = WhileModule("0", "1099511627776", "");
+  for (size_t at = s64.find("s32"); at != std::string::npos; at = s64.find("s32", at)) {
+    s64.replace(at, 3, "s64");
+  }
+  CHECK(ImportError(s64).find("more than 2^31 iterations") != std::string::npos);
   // ... which --trip-count answers: 1 iteration, 2x.
   HloImportOptions options;
   options.trip_counts["w"] = 1;
@@ -445,6 +453,10 @@ ENTRY e {
   REQUIRE(w != nullptr);
   CHECK(w->opcode == Opcode::kCustomCall);
   CHECK(InstructionCost(*w).flops == 9216);
+  // Without dim_labels the kernel's dims are unknown: an error, not a guess.
+  CHECK(ImportError("HloModule m\nENTRY e {\n  a = f32[8,6] parameter(0)\n  k = f32[] parameter(1)\n"
+                    "  ROOT w = f32[3] convolution(a, k), batch_group_count=4\n}\n")
+            .find("dim_labels do not fit its kernel f32[]") != std::string::npos);
 }
 
 TEST_CASE("other custom-calls are kept with the flops they are given, and a warning") {
