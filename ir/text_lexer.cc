@@ -281,6 +281,9 @@ void Lexer::SkipQuoted() {
 
 std::string_view Lexer::Balanced(std::string_view what) {
   const Loc open = Here();
+  if (p_ == end_ || (*p_ != '{' && *p_ != '(' && *p_ != '[')) {
+    FailHere("expected '{', '(' or '[' to open " + std::string(what) + ", got " + Describe());
+  }
   const char* start = p_;
   std::string stack;  // expected closing brackets
   do {

@@ -325,6 +325,9 @@ TEST_CASE("malformed and unsupported modules: FILE:LINE:COL and what was expecte
   // An opcode podsim does not take yet: at the opcode.
   CHECK(ImportError(head + "  ROOT y = f32[2] fft(x), fft_type=FFT\n}\n").rfind(
             "t.hlo:4:19: opcode 'fft' is not supported", 0) == 0);
+  // An attribute value cut off at the end of the file (a fuzzer's find: it read past the end).
+  CHECK(ImportError(head + "  ROOT y = f32[2] negate(x), sharding=").find(
+            "t.hlo:4:39: expected '{', '(' or '[' to open sharding={...}, got end of input") == 0);
   // An unknown element type at its token.
   CHECK(ImportError(head + "  ROOT y = c64[2] convert(x)\n}\n").find("t.hlo:4:12: unknown element type 'c64'") == 0);
   // A size that overflows, and a dynamic dimension: at the shape, never a crash.
