@@ -203,9 +203,7 @@ class Lowerer {
   Instruction* BroadcastTo(Computation* c, const HloInstr& h, Instruction* scalar,
                            const Shape& shape) {
     if (scalar->shape == shape) return scalar;
-    HloInstr b = h;
-    b.attrs = Instruction();
-    return Emit(c, b, Opcode::kBroadcast, shape, {scalar}, h.name + ".broadcast");
+    return Make(c, h, Opcode::kBroadcast, shape, {scalar}, "broadcast");
   }
 
   Instruction* LowerReduce(Computation* c, const Values& v, const HloInstr& h) {
@@ -231,10 +229,8 @@ class Lowerer {
                               " (podsim pads with the identity)");
     }
     Instruction* red = Emit(c, r, op, h.shape, {x}, h.name + ".reduce");
-    HloInstr comb = h;
-    comb.attrs = Instruction();
     Instruction* b = BroadcastTo(c, h, init, h.shape);
-    return Emit(c, comb, CombineOp(kind), h.shape, {red, b});
+    return Make(c, h, CombineOp(kind), h.shape, {red, b}, "");
   }
 
   // clamp(lo, x, hi) = min(max(x, lo), hi); lo and hi may be scalars.
@@ -243,10 +239,8 @@ class Lowerer {
     Instruction* x = Operand(v, h, 1);
     Instruction* lo = BroadcastTo(c, h, Operand(v, h, 0), x->shape);
     Instruction* hi = BroadcastTo(c, h, Operand(v, h, 2), x->shape);
-    HloInstr e = h;
-    e.attrs = Instruction();
-    Instruction* m = Emit(c, e, Opcode::kMaximum, h.shape, {x, lo}, h.name + ".max");
-    return Emit(c, e, Opcode::kMinimum, h.shape, {m, hi});
+    Instruction* m = Make(c, h, Opcode::kMaximum, h.shape, {x, lo}, "max");
+    return Make(c, h, Opcode::kMinimum, h.shape, {m, hi}, "");
   }
 
   Instruction* LowerCall(Computation* c, const Values& v, const HloInstr& h) {
@@ -386,22 +380,19 @@ class Lowerer {
     for (Instruction* n : next) shapes.push_back(n->shape);
     body->set_root(Emit(body, t, Opcode::kTuple, Shape::Tuple(shapes), next,
                         hbody.name + ".next"));
-    HloInstr l = h;
-    l.attrs = Instruction();
-    l.attrs.trip_count = trips;
-    l.attrs.body = body;
-    Instruction* loop = Emit(c, l, Opcode::kLoop, Shape::Tuple(shapes), carried);
+    Instruction* loop = Make(c, h, Opcode::kLoop, Shape::Tuple(shapes), carried, "",
+                             [&](Instruction& a) {
+                               a.trip_count = trips;
+                               a.body = body;
+                             });
     return tuple_state ? loop : Element(c, h, loop, 0);
   }
 
   // Element k of a tuple value: the operand itself when the value is a tuple instruction.
   Instruction* Element(Computation* c, const HloInstr& h, Instruction* tuple, int64_t k) {
     if (tuple->opcode == Opcode::kTuple) return tuple->operands[static_cast<size_t>(k)];
-    HloInstr g = h;
-    g.attrs = Instruction();
-    g.attrs.tuple_index = k;
-    return Emit(c, g, Opcode::kGetTupleElement, tuple->shape.tuple_shapes[static_cast<size_t>(k)],
-                {tuple}, h.name + ".element");
+    return Make(c, h, Opcode::kGetTupleElement, tuple->shape.tuple_shapes[static_cast<size_t>(k)],
+                {tuple}, "element", [&](Instruction& a) { a.tuple_index = k; });
   }
 
   Instruction* LowerCustomCall(Computation* c, const Values& v, const HloInstr& h) {
@@ -466,8 +457,6 @@ class Lowerer {
     const DType r = h.shape.dtype;
     if (a->shape.is_tuple || b->shape.is_tuple) return nullptr;
     if (a->shape.dtype == r && b->shape.dtype == r) return nullptr;
-    HloInstr conv = h;
-    conv.attrs = Instruction();
     if (a->shape.dtype == b->shape.dtype) {
       Shape narrow = h.shape;
       narrow.dtype = a->shape.dtype;
@@ -479,26 +468,26 @@ class Lowerer {
                                " and converted: its cost is XLA's, interpreted values are rounded "
                                "to the operand type");
       }
-      return Emit(c, conv, Opcode::kConvert, h.shape, {d});
+      return Make(c, h, Opcode::kConvert, h.shape, {d}, "");
     }
     auto widen = [&](Instruction* x, const char* which) {
       if (x->shape.dtype == r) return x;
       Shape s = x->shape;
       s.dtype = r;
-      return Emit(c, conv, Opcode::kConvert, s, {x}, h.name + "." + which);
+      return Make(c, h, Opcode::kConvert, s, {x}, which);
     };
     return Emit(c, h, Opcode::kDot, h.shape, {widen(a, "lhs"), widen(b, "rhs")});
   }
 
-  // An instruction podsim makes for `h` (named after it with `suffix`, in its scope), with
-  // attributes set by `set`.
+  // An instruction podsim makes for `h` (named after it, with ".suffix" unless `suffix` is
+  // empty, in its scope), without h's attributes but those `set` gives it.
   template <typename Set>
   Instruction* Make(Computation* c, const HloInstr& h, Opcode op, const Shape& shape,
                     std::vector<Instruction*> operands, const std::string& suffix, Set set) {
     HloInstr m = h;
     m.attrs = Instruction();
     set(m.attrs);
-    return Emit(c, m, op, shape, std::move(operands), h.name + "." + suffix);
+    return Emit(c, m, op, shape, std::move(operands), suffix.empty() ? "" : h.name + "." + suffix);
   }
   Instruction* Make(Computation* c, const HloInstr& h, Opcode op, const Shape& shape,
                     std::vector<Instruction*> operands, const std::string& suffix) {
@@ -595,11 +584,10 @@ class Lowerer {
   Instruction* Opaque(Computation* c, const Values& v, const HloInstr& h, double flops) {
     std::vector<Instruction*> operands;
     for (size_t n = 0; n < h.operands.size(); ++n) operands.push_back(Operand(v, h, n));
-    HloInstr k = h;
-    k.attrs = Instruction();
-    k.attrs.custom_call_target = "xla:" + h.opcode;
-    k.attrs.custom_call_flops = flops;
-    return Emit(c, k, Opcode::kCustomCall, h.shape, std::move(operands));
+    return Make(c, h, Opcode::kCustomCall, h.shape, std::move(operands), "", [&](Instruction& a) {
+      a.custom_call_target = "xla:" + h.opcode;
+      a.custom_call_flops = flops;
+    });
   }
 
   Instruction* LowerOne(Computation* c, Values& v, const HloInstr& h) {
@@ -664,9 +652,7 @@ class Lowerer {
       Instruction* id = Emit(c, h, Opcode::kPartitionId, Shape(DType::kS32, {}), {},
                              h.shape.dtype == DType::kS32 ? "" : h.name + ".s32");
       if (h.shape.dtype == DType::kS32) return id;
-      HloInstr k = h;
-      k.attrs = Instruction();
-      return Emit(c, k, Opcode::kConvert, h.shape, {id});
+      return Make(c, h, Opcode::kConvert, h.shape, {id}, "");
     }
     Opcode opcode;
     if (!ParseOpcode(op, &opcode) || opcode == Opcode::kLoop || opcode == Opcode::kParameter ||
@@ -754,11 +740,9 @@ class Lowerer {
           if (!tuple_state) {
             value = loop_params[0];
           } else {
-            HloInstr t = h;
-            t.attrs = Instruction();
             std::vector<Shape> shapes;
             for (Instruction* p : loop_params) shapes.push_back(p->shape);
-            value = Emit(target, t, Opcode::kTuple, Shape::Tuple(shapes), loop_params);
+            value = Make(target, h, Opcode::kTuple, Shape::Tuple(shapes), loop_params, "");
           }
         }
         if (value->shape != h.shape) {
