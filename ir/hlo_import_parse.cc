@@ -99,7 +99,9 @@ class HloParser {
       std::vector<int64_t> param_index = text_internal::ReadIntList(lex_);
       if (lex_.Consume(',')) lex_.Word();  // may-alias / must-alias
       lex_.Expect(')', "to close an input_output_alias entry");
-      if (output.size() == 1 && param_index.empty()) out_.aliases.emplace_back(output[0], parameter);
+      if (output.size() == 1 && param_index.empty()) {
+        out_.aliases.emplace_back(output[0], parameter);
+      }
     }
   }
 
@@ -135,7 +137,6 @@ class HloParser {
   }
 
   ir::Shape Shape() { return text_internal::ReadShape(lex_, /*xla_layouts=*/true); }
-
 
   HloInstr Instr() {
     HloInstr i;
