@@ -172,6 +172,10 @@ Instruction* Lowerer::LowerOne(Computation* c, Values& v, const HloInstr& h) {
     return Opaque(c, v, h, 0);
   }
   if (op == "clamp") return LowerClamp(c, v, h);
+  if (op == "gather") return LowerGather(c, v, h);
+  if (op == "scatter") return LowerScatter(c, v, h);
+  if (op == "sort") return LowerSort(c, v, h);
+  if (op == "reduce-precision") return LowerReducePrecision(c, v, h);
   if (op == "call") return LowerCall(c, v, h);
   if (op == "while") return LowerWhile(c, v, h);
   if (op == "custom-call") return LowerCustomCall(c, v, h);
@@ -190,10 +194,8 @@ Instruction* Lowerer::LowerOne(Computation* c, Values& v, const HloInstr& h) {
   }
   Opcode opcode;
   if (!ParseOpcode(op, &opcode) || opcode == Opcode::kLoop || opcode == Opcode::kParameter ||
-      opcode == Opcode::kArgmax || opcode == Opcode::kCumsum || opcode == Opcode::kSort ||
-      opcode == Opcode::kTopK || opcode == Opcode::kRandomUniform ||
-      opcode == Opcode::kAutoToManual || opcode == Opcode::kManualToAuto ||
-      opcode == Opcode::kGather) {
+      opcode == Opcode::kArgmax || opcode == Opcode::kCumsum || opcode == Opcode::kTopK ||
+      opcode == Opcode::kRandomUniform || opcode == Opcode::kAutoToManual || opcode == Opcode::kManualToAuto) {
     Fail(h.opcode_loc, "opcode '" + op + "' is not supported by the HLO importer yet");
   }
   HloInstr e = h;

@@ -2,7 +2,8 @@
 // Internal to the XLA HLO importer: the lowering of hlo_internal::HloText to podsim's IR. The
 // driver and the generic ops are in hlo_import_lower.cc, call and while in hlo_import_loops.cc,
 // the ops XLA has and podsim writes out or keeps opaque (reductions with inits, clamp,
-// custom-calls, mixed-type dots, batch norm) in hlo_import_expand.cc.
+// custom-calls, mixed-type dots, batch norm) in hlo_import_expand.cc, gather, scatter, sort and
+// reduce-precision in hlo_import_indexing.cc.
 
 #include <set>
 #include <string>
@@ -127,6 +128,14 @@ class Lowerer {
   // An op podsim has no rule for, as an opaque kernel that reads its operands, writes its result
   // and does `flops` (custom-call "xla:<opcode>"); its values cannot be interpreted.
   Instruction* Opaque(Computation* c, const Values& v, const HloInstr& h, double flops);
+
+  // hlo_import_indexing.cc: XLA's gather (indexed dims of one element: podsim's gather at the
+  // linear index of the clamped starts), scatter (an opaque kernel), sort (podsim's sort for
+  // one array and a GT/LT comparator, else opaque) and reduce-precision.
+  Instruction* LowerGather(Computation* c, const Values& v, const HloInstr& h);
+  Instruction* LowerScatter(Computation* c, const Values& v, const HloInstr& h);
+  Instruction* LowerSort(Computation* c, const Values& v, const HloInstr& h);
+  Instruction* LowerReducePrecision(Computation* c, const Values& v, const HloInstr& h);
 
   Instruction* LowerOne(Computation* c, Values& v, const HloInstr& h);
 

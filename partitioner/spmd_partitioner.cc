@@ -89,8 +89,41 @@ PartitionedValue SpmdVisitor::Visit(const Instruction& i) {
 
 PartitionedValue SpmdVisitor::DefaultAction(const Instruction& i) {
   throw Error("%" + i.name + " (" + std::string(ir::OpcodeName(i.opcode)) +
-              "): not supported by the SPMD lowering (collectives must not appear in its "
-              "input)");
+              "): not supported by the SPMD lowering" +
+              (ir::IsCollective(i.opcode) ? " (collectives must not appear in its input)" : ""));
+}
+
+PartitionedValue SpmdVisitor::HandleOpaque(const Instruction& i) {
+  // A kernel podsim knows only by its cost (an imported custom-call): nothing says how it
+  // could run on shards, so every partition runs it whole, on replicated operands, as XLA's
+  // partitioner does for a custom-call it has no rule for.
+  std::vector<Instruction*> operands;
+  for (int64_t k = 0; k < static_cast<int64_t>(i.operands.size()); ++k) {
+    const ir::Shape& s = i.operands[static_cast<size_t>(k)]->shape;
+    if (s.is_tuple) {
+      throw Error("%" + i.name + " (" + std::string(ir::OpcodeName(i.opcode)) + "): operand " +
+                  std::to_string(k) + " is a tuple; the SPMD lowering replicates array operands");
+    }
+    operands.push_back(
+        OperandAs(i, k, TileLayout::Replicated(s.rank(), num_partitions()), "an opaque kernel")
+            .local);
+  }
+  Instruction* local = CloneLocal(i, std::move(operands), i.shape);
+  if (!i.shape.is_tuple)
+    return ShardedValue{local, i.shape, TileLayout::Replicated(i.shape.rank(), num_partitions())};
+  PartitionedValue v;
+  v.tuple = local;
+  for (size_t k = 0; k < i.shape.tuple_shapes.size(); ++k) {
+    const ir::Shape& e = i.shape.tuple_shapes[k];
+    if (e.is_tuple) {
+      throw Error("%" + i.name +
+                  ": a nested tuple result; the SPMD lowering takes opaque kernels "
+                  "with array or flat tuple results");
+    }
+    v.elements.emplace_back(ShardedValue{b().GetTupleElement(local, static_cast<int64_t>(k)), e,
+                                         TileLayout::Replicated(e.rank(), num_partitions())});
+  }
+  return v;
 }
 
 void SpmdVisitor::Run(const ir::Computation& in, ir::Computation* out) {

@@ -56,6 +56,8 @@ class SpmdVisitor : private ir::ConstVisitor<PartitionedValue> {
   // (ir::Accept). Collectives have none: the lowering's input has no collectives.
   PartitionedValue Visit(const ir::Instruction& i);
   PartitionedValue DefaultAction(const ir::Instruction& i) override;
+  // Opaque kernels (custom-call): run whole on every partition, operands replicated.
+  PartitionedValue HandleOpaque(const ir::Instruction& i) override;
 
   // handlers_elementwise.cc: leaves, elementwise, broadcast, transpose, tuple, get-tuple-element.
   PartitionedValue HandleParameter(const ir::Instruction& i) override;

@@ -1,13 +1,13 @@
 // The real XLA HLO modules of ../shared/hlo-corpus/ (beside the project, never copied into it;
-// $PODSIM_HLO_CORPUS overrides the folder): each one podsim imports must verify, cost and
-// round-trip through podsim's own text; each one it does not import yet must fail with an error
-// located at FILE:LINE:COL, never a crash. Skipped, saying so, when the folder is absent.
+// $PODSIM_HLO_CORPUS overrides the folder): each one must import as the program it is (SPMD for
+// its partition count, or global), verify, cost and round-trip through podsim's own text.
+// Skipped, saying so, when the folder is absent.
 
 #include <doctest/doctest.h>
 
 #include <cstdlib>
 #include <filesystem>
-#include <set>
+#include <map>
 #include <string>
 
 #include "base/error.h"
@@ -25,14 +25,16 @@ std::filesystem::path CorpusDir() {
   return std::filesystem::path(PODSIM_SOURCE_DIR) / ".." / "shared" / "hlo-corpus";
 }
 
-// The files the importer takes today (the rest are expected to fail with a located error).
-const std::set<std::string> kImported = {
-    "elementwise_add.hlo",
-    "tfcompile_fully_connected.hlo",
-    "jax_pjit_attention_fwd_bwd.hlo",
-    "model_llama31_70b_bf16_16x8.hlo",
-    "model_llama31_405b_fp8_16x8.hlo",
-    "model_mobilenet_v2_train.hlo",
+// What each file is: an SPMD program for this many partitions, or a global program (0).
+const std::map<std::string, int64_t> kPartitions = {
+    {"elementwise_add.hlo", 0},
+    {"tfcompile_fully_connected.hlo", 0},
+    {"jax_pjit_attention_fwd_bwd.hlo", 0},
+    {"model_llama31_70b_bf16_16x8.hlo", 128},
+    {"model_llama31_405b_fp8_16x8.hlo", 128},
+    {"model_maxtext_train_step_before_opt.hlo", 0},
+    {"model_mixtral_8x7b_bf16_1x8.hlo", 8},
+    {"model_mobilenet_v2_train.hlo", 0},
 };
 
 TEST_CASE("the real HLO corpus imports, verifies, costs and round-trips") {
@@ -50,20 +52,12 @@ TEST_CASE("the real HLO corpus imports, verifies, costs and round-trips") {
     ++seen;
     const std::string text = ReadFile(path);
     CHECK(LooksLikeXlaHlo(text));
-    if (!kImported.count(name)) {
-      try {
-        ImportHlo(text, path);
-        MESSAGE(name << " now imports: add it to kImported");
-      } catch (const Error& e) {
-        const std::string m = e.what();
-        // "<path>:LINE:COL: ..."
-        CHECK_MESSAGE(m.rfind(path + ":", 0) == 0, m);
-        MESSAGE(name << " not imported yet: " << m.substr(0, 300));
-      }
-      continue;
-    }
+    REQUIRE_MESSAGE(kPartitions.count(name), "a corpus file this test does not know");
     const HloImport r = ImportHlo(text, path);
     Verify(*r.module);
+    const int64_t partitions = kPartitions.at(name);
+    CHECK(r.partitioned == (partitions > 0));
+    if (partitions > 0) CHECK(r.num_partitions == partitions);
     const ModuleCost cost = AnalyzeCost(*r.module, std::max<int64_t>(r.num_partitions, 1));
     CHECK(cost.total.bytes_read > 0);
     const std::string printed = PrintModule(*r.module);

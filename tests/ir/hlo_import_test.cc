@@ -498,6 +498,142 @@ TEST_CASE("other custom-calls are kept with the flops they are given, and a warn
   }
 }
 
+TEST_CASE("gather with full dimension numbers: embedding, point, column, batched, windowed rest") {
+  const auto r = Import(R"(HloModule m
+ENTRY e {
+  x = f32[2,3] parameter(0)
+  rows = s32[2,1] parameter(1)
+  pts = s32[3,2] parameter(2)
+  cols = s32[2] parameter(3)
+  emb = f32[2,3] gather(x, rows), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,3}
+  pt = f32[3] gather(x, pts), offset_dims={}, collapsed_slice_dims={0,1}, start_index_map={0,1}, index_vector_dim=1, slice_sizes={1,1}
+  col = f32[2,2] gather(x, cols), offset_dims={0}, collapsed_slice_dims={1}, start_index_map={1}, index_vector_dim=1, slice_sizes={2,1}
+  bat = f32[2] gather(x, rows), offset_dims={}, collapsed_slice_dims={1}, start_index_map={1}, operand_batching_dims={0}, start_indices_batching_dims={0}, index_vector_dim=1, slice_sizes={1,1}
+  part = f32[2,2] gather(x, rows), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,2}
+  keep = f32[2,1,3] gather(x, rows), offset_dims={1,2}, collapsed_slice_dims={}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,3}
+  ROOT t = (f32[2,3], f32[3], f32[2,2], f32[2], f32[2,2], f32[2,1,3]) tuple(emb, pt, col, bat, part, keep)
+})");
+  // x = [[0,1,2],[3,4,5]] (x[i][j] = 3i + j).
+  const Literal x = F32({2, 3}, {0, 1, 2, 3, 4, 5});
+  const Literal rows(Shape(DType::kS32, {2, 1}), {1, 0});
+  // Points (0,2) -> 2, (1,0) -> 3, (5,-1) clamps to (1,0) -> 3.
+  const Literal pts(Shape(DType::kS32, {3, 2}), {0, 2, 1, 0, 5, -1});
+  const Literal cols(Shape(DType::kS32, {2}), {2, 0});
+  const Literal out = Run(*r.module, {x, rows, pts, cols});
+  REQUIRE(out.elements.size() == 6);
+  // Rows 1 and 0.
+  CHECK(out.elements[0].values == std::vector<double>{3, 4, 5, 0, 1, 2});
+  CHECK(out.elements[1].values == std::vector<double>{2, 3, 3});
+  // The offset dim (x's rows) first: col[r][b] = x[r][cols[b]] = [[2,0],[5,3]].
+  CHECK(out.elements[2].values == std::vector<double>{2, 0, 5, 3});
+  // Batched: bat[b] = x[b][rows[b]] = x[0][1], x[1][0] = 1, 3.
+  CHECK(out.elements[3].values == std::vector<double>{1, 3});
+  // The first two columns of rows 1 and 0.
+  CHECK(out.elements[4].values == std::vector<double>{3, 4, 0, 1});
+  // An indexed dim not collapsed: a size-1 dim in the result.
+  CHECK(out.elements[5].values == std::vector<double>{3, 4, 5, 0, 1, 2});
+  // The embedding lookup is podsim's gather itself (one row each: 2 x 12 B read and written).
+  const Instruction* emb = Find(*r.module, "emb");
+  REQUIRE(emb != nullptr);
+  CHECK(emb->opcode == Opcode::kGather);
+  CHECK(InstructionCost(*emb).bytes_written == 24);
+  // A windowed gather (an indexed dim taking more than one element) is refused at the opcode.
+  const std::string windowed = ImportError(
+      "HloModule m\nENTRY e {\n  x = f32[4,3] parameter(0)\n  i = s32[2,1] parameter(1)\n"
+      "  ROOT g = f32[2,2,3] gather(x, i), offset_dims={1,2}, collapsed_slice_dims={}, "
+      "start_index_map={0}, index_vector_dim=1, slice_sizes={2,3}\n}\n");
+  CHECK_MESSAGE(windowed.find("t.hlo:5:23: gather g: dim 0 is indexed or collapsed with slice "
+                              "size 2") == 0, windowed);
+  // Dimension numbers that do not give the declared shape: at the shape.
+  const std::string wrong = ImportError(
+      "HloModule m\nENTRY e {\n  x = f32[4,3] parameter(0)\n  i = s32[2,1] parameter(1)\n"
+      "  ROOT g = f32[3,2] gather(x, i), offset_dims={1}, collapsed_slice_dims={0}, "
+      "start_index_map={0}, index_vector_dim=1, slice_sizes={1,3}\n}\n");
+  CHECK_MESSAGE(wrong.find("t.hlo:5:12: ") == 0, wrong);
+  CHECK(wrong.find("which give f32[2,3]") != std::string::npos);
+}
+
+TEST_CASE("scatter and multi-array sorts are opaque kernels; one-array sorts and "
+          "reduce-precision are podsim ops") {
+  const auto r = Import(R"(HloModule m
+add { a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b) }
+put { a = f32[] parameter(0)
+  ROOT b = f32[] parameter(1) }
+gt { a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = pred[] compare(a, b), direction=GT }
+lt_swapped { a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = pred[] compare(b, a), direction=LT }
+kv { a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  c = s32[] parameter(2)
+  d = s32[] parameter(3)
+  ROOT e = pred[] compare(a, b), direction=LT }
+ENTRY e {
+  x = f32[8,4] parameter(0)
+  i = s32[6,1] parameter(1)
+  u = f32[6,4] parameter(2)
+  s_add = f32[8,4] scatter(x, i, u), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add
+  s_put = f32[8,4] scatter(x, i, u), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=put
+  v = f32[4] parameter(3)
+  down = f32[4] sort(v), dimensions={0}, is_stable=true, to_apply=gt
+  down2 = f32[4] sort(v), dimensions={0}, to_apply=lt_swapped
+  k = s32[4] parameter(4)
+  pair = (f32[4], s32[4]) sort(v, k), dimensions={0}, to_apply=kv
+  w = bf16[4] parameter(5)
+  same = bf16[4] reduce-precision(w), exponent_bits=8, mantissa_bits=7
+  rp = f32[4] reduce-precision(v), exponent_bits=8, mantissa_bits=7
+  half = f32[4] reduce-precision(v), exponent_bits=5, mantissa_bits=10
+  ROOT t = (f32[8,4], f32[8,4], f32[4], f32[4], (f32[4], s32[4]), bf16[4], f32[4], f32[4]) tuple(s_add, s_put, down, down2, pair, same, rp, half)
+})");
+  const Instruction* s_add = Find(*r.module, "s_add");
+  REQUIRE(s_add != nullptr);
+  CHECK(s_add->opcode == Opcode::kCustomCall);
+  CHECK(s_add->custom_call_target == "xla:scatter");
+  // Reads x (128 B), i (24 B) and u (96 B); writes 128 B; one add per update element (24).
+  const Cost ca = InstructionCost(*s_add);
+  CHECK(ca.bytes_read == 248);
+  CHECK(ca.bytes_written == 128);
+  CHECK(ca.flops == 24);
+  // An overwriting combiner adds nothing.
+  CHECK(InstructionCost(*Find(*r.module, "s_put")).flops == 0);
+  CHECK(Find(*r.module, "pair")->custom_call_target == "xla:sort");
+  CHECK(Find(*r.module, "half")->custom_call_target == "xla:reduce-precision");
+  // bf16 at (8, 7) is bf16 itself: no instruction.
+  CHECK(Find(*r.module, "same") == nullptr);
+  CHECK(Count(*r.module, Opcode::kSort) == 2);
+  // Values, on a module of the interpretable part (the opaque kernels are refused by name).
+  const auto s = Import(R"(HloModule m
+gt { a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = pred[] compare(a, b), direction=GT }
+lt_swapped { a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = pred[] compare(b, a), direction=LT }
+lt { a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = pred[] compare(a, b), direction=LT }
+ENTRY e {
+  v = f32[4] parameter(0)
+  down = f32[4] sort(v), dimensions={0}, is_stable=true, to_apply=gt
+  down2 = f32[4] sort(v), dimensions={0}, to_apply=lt_swapped
+  up = f32[4] sort(v), dimensions={0}, to_apply=lt
+  rp = f32[4] reduce-precision(v), exponent_bits=8, mantissa_bits=7
+  ROOT t = (f32[4], f32[4], f32[4], f32[4]) tuple(down, down2, up, rp)
+})");
+  // 1 + 2^-10 rounds to 1 in 7 mantissa bits; 1 + 2^-7 is exact; 3 and -2 are exact.
+  const Literal v = F32({4}, {1 + std::ldexp(1.0, -10), 3, -2, 1 + std::ldexp(1.0, -7)});
+  const Literal out = Run(*s.module, {v});
+  const double a = 1 + std::ldexp(1.0, -10), b = 1 + std::ldexp(1.0, -7);
+  CHECK(out.elements[0].values == std::vector<double>{3, b, a, -2});
+  CHECK(out.elements[1].values == std::vector<double>{3, b, a, -2});
+  CHECK(out.elements[2].values == std::vector<double>{-2, a, b, 3});
+  CHECK(out.elements[3].values == std::vector<double>{1, 3, -2, b});
+}
+
 TEST_CASE("LooksLikeXlaHlo tells XLA's text from podsim's") {
   CHECK(LooksLikeXlaHlo("HloModule f\nENTRY f {\n  arg = f32[2] parameter(0)\n}\n"));
   CHECK(LooksLikeXlaHlo("HloModule f\nENTRY %f {\n  %a = f32[2]{0} parameter(0)\n}\n"));
