@@ -241,19 +241,62 @@ Literal Reassemble(const std::vector<Literal>& shards, const ir::Sharding& shard
   return out;
 }
 
+namespace {
+
+// The shards of `value` for `device`: an array by the next sharding in `shardings` (from
+// `next`), a tuple element by element.
+Literal ShardTree(const Literal& value, const std::vector<ir::Sharding>& shardings, size_t& next,
+                  int64_t device, int64_t n, const EquivalenceOptions& options) {
+  if (value.shape.is_tuple) {
+    std::vector<Literal> elements;
+    for (const Literal& e : value.elements) {
+      elements.push_back(ShardTree(e, shardings, next, device, n, options));
+    }
+    return Literal::Tuple(std::move(elements));
+  }
+  if (next >= shardings.size()) throw Error("ShardArguments: more arrays than shardings");
+  const double fill = options.poison_padding ? Poison(value.shape.dtype) : 0.0;
+  return ShardOf(value, shardings[next++], device, n, fill);
+}
+
+// The arrays of `value`, depth first.
+void Leaves(const Literal& value, std::vector<const Literal*>& out) {
+  if (!value.shape.is_tuple) {
+    out.push_back(&value);
+    return;
+  }
+  for (const Literal& e : value.elements) Leaves(e, out);
+}
+
+// The instruction computing each array of `i`'s value, depth first: through tuples, else `i`.
+void LeafSources(const Instruction* i, const Shape& shape, std::vector<const Instruction*>& out) {
+  if (!shape.is_tuple) {
+    out.push_back(i);
+    return;
+  }
+  for (size_t k = 0; k < shape.tuple_shapes.size(); ++k) {
+    const bool through = i->opcode == Opcode::kTuple;
+    LeafSources(through ? i->operands[k] : i, shape.tuple_shapes[k], out);
+  }
+}
+
+}  // namespace
+
 std::vector<std::vector<Literal>> ShardArguments(const PartitionResult& spmd,
                                                  const std::vector<Literal>& args,
                                                  const EquivalenceOptions& options) {
   const int64_t n = spmd.num_partitions;
-  if (args.size() != spmd.parameter_shardings.size()) {
-    throw Error("ShardArguments: " + std::to_string(args.size()) + " arguments for " +
-                std::to_string(spmd.parameter_shardings.size()) + " parameters");
+  std::vector<const Literal*> arrays;
+  for (const Literal& a : args) Leaves(a, arrays);
+  if (arrays.size() != spmd.parameter_shardings.size()) {
+    throw Error("ShardArguments: " + std::to_string(arrays.size()) + " argument arrays for " +
+                std::to_string(spmd.parameter_shardings.size()) + " parameter arrays");
   }
   std::vector<std::vector<Literal>> shard_args(n);
   for (int64_t p = 0; p < n; ++p) {
-    for (size_t k = 0; k < args.size(); ++k) {
-      const double fill = options.poison_padding ? Poison(args[k].shape.dtype) : 0.0;
-      shard_args[p].push_back(ShardOf(args[k], spmd.parameter_shardings[k], p, n, fill));
+    size_t next = 0;
+    for (const Literal& a : args) {
+      shard_args[p].push_back(ShardTree(a, spmd.parameter_shardings, next, p, n, options));
     }
   }
   return shard_args;
@@ -272,11 +315,20 @@ EquivalenceReport CompareOutputs(const ir::Module& global, const PartitionResult
   const std::unordered_map<const Instruction*, double> partial_scales =
       PartialSumScales(global, args, HasManualRegion(global));
   const Instruction* root = global.entry()->root();
-  const bool tuple = root->shape.is_tuple;
+  std::vector<const Literal*> wanted;
+  Leaves(expected, wanted);
+  std::vector<std::vector<const Literal*>> got(static_cast<size_t>(n));
+  for (int64_t p = 0; p < n; ++p) Leaves(results[p], got[p]);
+  std::vector<const Instruction*> sources;
+  LeafSources(root, root->shape, sources);
+  if (wanted.size() != spmd.output_shardings.size() || sources.size() != wanted.size()) {
+    throw Error("CompareOutputs: " + std::to_string(wanted.size()) + " output arrays for " +
+                std::to_string(spmd.output_shardings.size()) + " output shardings");
+  }
   EquivalenceReport report;
   report.num_partitions = n;
-  for (size_t k = 0; k < spmd.output_shardings.size(); ++k) {
-    const Literal& want = tuple ? expected.elements.at(k) : expected;
+  for (size_t k = 0; k < wanted.size(); ++k) {
+    const Literal& want = *wanted[k];
     OutputComparison c;
     c.index = static_cast<int64_t>(k);
     c.shape = want.shape;
@@ -287,14 +339,13 @@ EquivalenceReport CompareOutputs(const ir::Module& global, const PartitionResult
       if (std::isfinite(v)) scale = std::max(scale, std::fabs(v));
     }
     for (int64_t p = 0; p < n; ++p) {
-      const Literal& got = tuple ? results[p].elements.at(k) : results[p];
+      const Literal& mine = *got[p].at(k);
       ForEachShardElement(want.shape, layout, p, [&](int64_t g, int64_t l) {
-        c.max_abs_error = std::max(c.max_abs_error, Difference(got.values.at(l), want.values[g]));
+        c.max_abs_error = std::max(c.max_abs_error, Difference(mine.values.at(l), want.values[g]));
       });
     }
-    const Instruction* source = tuple && root->opcode == Opcode::kTuple ? root->operands[k] : root;
-    const double reductions = ReductionsFeeding(source);
-    scale = std::max(scale, PartialScaleFeeding(source, partial_scales));
+    const double reductions = ReductionsFeeding(sources[k]);
+    scale = std::max(scale, PartialScaleFeeding(sources[k], partial_scales));
     c.tolerance = options.tolerance_factor * ir::UnitRoundoff(want.shape.dtype) *
                   static_cast<double>(n) * reductions * (1 + scale);
     report.outputs.push_back(std::move(c));

@@ -43,7 +43,7 @@ struct EquivalenceOptions {
 };
 
 struct OutputComparison {
-  int64_t index = 0;         // output number (tuple element, or 0)
+  int64_t index = 0;         // output array number (depth first through tuples, or 0)
   ir::Shape shape;           // global shape
   ir::Sharding sharding;     // how the SPMD program lays it out
   double max_abs_error = 0;  // NaN vs number and inf vs other values count as +inf

@@ -16,6 +16,9 @@ using ir::Instruction;
 using ir::Shape;
 
 PartitionedValue SpmdVisitor::HandleParameter(const Instruction& i) {
+  // A tuple parameter has no sharding of its own: its arrays arrive whole, and the
+  // get-tuple-elements reading them reshard (slice locally) to their own shardings.
+  if (i.shape.is_tuple) return ReplicatedTuple(b().Parameter(i.parameter_number, i.shape, i.name));
   TileLayout layout = Declared(i);
   Instruction* p = b().Parameter(i.parameter_number, layout.ShardShape(i.shape), i.name);
   return ShardedValue{p, i.shape, layout};

@@ -2,6 +2,7 @@
 // sharding of its body parameter (propagation unifies it with the loop operand, the body
 // root's element and the loop's users). Operands are resharded to it on entry; the body is
 // partitioned into a new computation whose root reshards each new carried value back to it.
+// Loops that share a body computation and its carried layouts share the partitioned body.
 
 #include <utility>
 
@@ -27,11 +28,16 @@ PartitionedValue SpmdVisitor::HandleLoop(const Instruction& i) {
     carried.push_back(Declared(*params[k + 1]));
     init.push_back(OperandAs(i, static_cast<int64_t>(k), carried.back()).local);
   }
-  std::string name = in_body.name();
-  while (out_->FindComputation(name) != nullptr) name += ".spmd";
-  ir::Computation* body = out_->AddComputation(name);
-  SpmdVisitor child(options_, out_, log_);
-  child.RunBody(in_body, body, carried);
+  std::string key = in_body.name();
+  for (const TileLayout& l : carried) key += " " + l.ToString();
+  ir::Computation*& body = shared_->bodies[key];
+  if (body == nullptr) {
+    std::string name = in_body.name();
+    while (out_->FindComputation(name) != nullptr) name += ".spmd";
+    body = out_->AddComputation(name);
+    SpmdVisitor child(options_, out_, log_, shared_);
+    child.RunBody(in_body, body, carried);
+  }
   Instruction* loop = b().Loop(std::move(init), body, i.trip_count);
   PartitionedValue v;
   v.tuple = loop;

@@ -77,7 +77,7 @@ PartitionedValue SpmdVisitor::HandleManual(const Instruction& i) {
   }
   Instruction* local = CloneLocal(i, std::move(locals), i.shape);
   if (i.body) local->body = CopyComputation(*i.body);
-  local->name = i.name;  // reserved for it (PartitionSpmd)
+  local->name = ClaimName(i.name);
   PartitionedValue v;
   v.manual = true;
   if (i.shape.is_tuple) {

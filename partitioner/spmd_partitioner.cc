@@ -3,7 +3,10 @@
 
 #include "partitioner/spmd_partitioner.h"
 
+#include <functional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "base/error.h"
 #include "ir/verifier.h"
@@ -16,8 +19,16 @@ using ir::Instruction;
 using ir::Opcode;
 
 SpmdVisitor::SpmdVisitor(const PartitionOptions& options, ir::Module* out,
-                         std::vector<CollectiveProvenance>* log)
-    : options_(options), out_(out), log_(log), resharder_(options.cost_model, log) {}
+                         std::vector<CollectiveProvenance>* log, Shared* shared)
+    : options_(options),
+      out_(out),
+      shared_(shared ? shared : &own_shared_),
+      log_(log),
+      resharder_(options.cost_model, log) {}
+
+std::string SpmdVisitor::ClaimName(const std::string& name) {
+  return shared_->claimed.insert(name).second ? name : out_->UniqueName(name);
+}
 
 const PartitionedValue& SpmdVisitor::ValueOf(const Instruction* orig) const {
   auto it = values_.find(orig);
@@ -109,19 +120,20 @@ PartitionedValue SpmdVisitor::HandleOpaque(const Instruction& i) {
             .local);
   }
   Instruction* local = CloneLocal(i, std::move(operands), i.shape);
-  if (!i.shape.is_tuple)
-    return ShardedValue{local, i.shape, TileLayout::Replicated(i.shape.rank(), num_partitions())};
+  if (i.shape.is_tuple) return ReplicatedTuple(local);
+  return ShardedValue{local, i.shape, TileLayout::Replicated(i.shape.rank(), num_partitions())};
+}
+
+PartitionedValue SpmdVisitor::ReplicatedTuple(Instruction* local) {
   PartitionedValue v;
   v.tuple = local;
-  for (size_t k = 0; k < i.shape.tuple_shapes.size(); ++k) {
-    const ir::Shape& e = i.shape.tuple_shapes[k];
-    if (e.is_tuple) {
-      throw Error("%" + i.name +
-                  ": a nested tuple result; the SPMD lowering takes opaque kernels "
-                  "with array or flat tuple results");
-    }
-    v.elements.emplace_back(ShardedValue{b().GetTupleElement(local, static_cast<int64_t>(k)), e,
-                                         TileLayout::Replicated(e.rank(), num_partitions())});
+  for (size_t k = 0; k < local->shape.tuple_shapes.size(); ++k) {
+    const ir::Shape& e = local->shape.tuple_shapes[k];
+    Instruction* element = b().GetTupleElement(local, static_cast<int64_t>(k));
+    v.elements.push_back(
+        e.is_tuple ? ReplicatedTuple(element)
+                   : PartitionedValue(ShardedValue{
+                         element, e, TileLayout::Replicated(e.rank(), num_partitions())}));
   }
   return v;
 }
@@ -142,7 +154,7 @@ void SpmdVisitor::Run(const ir::Computation& in, ir::Computation* out) {
         const auto& instrs = out->instructions();
         for (size_t n = instrs.size(); n-- > mark;) {
           if (instrs[n].get() == local) {
-            local->name = i.name;
+            local->name = ClaimName(i.name);
             break;
           }
         }
@@ -189,23 +201,27 @@ PartitionResult PartitionSpmd(const ir::Module& module, const PartitionOptions& 
   ir::Computation* entry = result.module->AddComputation(module.entry()->name(), true);
   SpmdVisitor visitor(options, result.module.get(), &result.provenance);
   visitor.Run(*module.entry(), entry);
+  std::function<void(const PartitionedValue&, std::vector<ir::Sharding>&)> leaves =
+      [&](const PartitionedValue& v, std::vector<ir::Sharding>& out) {
+        if (!v.is_tuple()) {
+          out.push_back(v.array.layout.ToSharding());
+          return;
+        }
+        for (const PartitionedValue& e : v.elements) leaves(e, out);
+      };
   for (const Instruction* p : module.entry()->parameters()) {
-    if (p->shape.is_tuple) throw Error("%" + p->name + ": tuple parameters are not supported");
-    result.parameter_shardings.push_back(visitor.Declared(*p).ToSharding());
+    if (p->shape.is_tuple) {
+      leaves(visitor.ValueOf(p), result.parameter_shardings);
+    } else {
+      result.parameter_shardings.push_back(visitor.Declared(*p).ToSharding());
+    }
   }
   const PartitionedValue& root = visitor.ValueOf(module.entry()->root());
   if (root.manual) {
     throw Error("%" + module.entry()->root()->name +
                 ": the entry's result is inside a manual region; end it with manual-to-auto");
   }
-  if (root.is_tuple()) {
-    for (const PartitionedValue& e : root.elements) {
-      if (e.is_tuple()) throw Error("nested tuple outputs are not supported");
-      result.output_shardings.push_back(e.array.layout.ToSharding());
-    }
-  } else {
-    result.output_shardings.push_back(root.array.layout.ToSharding());
-  }
+  leaves(root, result.output_shardings);
   // Donations carry over where the output's shard is the parameter's shard (same sharding);
   // elsewhere the output needs a buffer of its own.
   std::vector<ir::OutputAlias> aliases;

@@ -54,8 +54,9 @@ struct PartitionResult {
   // One entry per collective in `module`, in emission order.
   std::vector<CollectiveProvenance> provenance;
   int64_t num_partitions = 1;
-  // Layout of each entry parameter (by number) and of each output (the root, or each element of
-  // a tuple root) over the partitions.
+  // Layout of each array of the entry parameters (by number) and of the root, over the
+  // partitions: one per leaf, depth first (a tuple parameter's arrays in element order; the
+  // elements of a tuple root, and of the tuples nested in it, in order).
   std::vector<ir::Sharding> parameter_shardings;
   std::vector<ir::Sharding> output_shardings;
 };

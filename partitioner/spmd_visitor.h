@@ -7,9 +7,11 @@
 // instruction's declared sharding ("result" in the provenance).
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "ir/module.h"
@@ -37,8 +39,17 @@ struct PartitionedValue {
 
 class SpmdVisitor : private ir::ConstVisitor<PartitionedValue> {
  public:
+  // What every visitor of one partitioning shares: the entry's and its loop bodies'.
+  struct Shared {
+    // Input names already given to a local result (a second copy of a body gets "name.N").
+    std::unordered_set<std::string> claimed;
+    // Partitioned loop bodies by input body and carried layouts: loops sharing a body computation
+    // with the same layouts share its partitioned form.
+    std::map<std::string, ir::Computation*> bodies;
+  };
+
   SpmdVisitor(const PartitionOptions& options, ir::Module* out,
-              std::vector<CollectiveProvenance>* log);
+              std::vector<CollectiveProvenance>* log, Shared* shared = nullptr);
 
   // Partitions the entry computation `in` into `out` (an empty computation of the output
   // module) and sets its root.
@@ -127,12 +138,21 @@ class SpmdVisitor : private ir::ConstVisitor<PartitionedValue> {
   ir::Instruction* CloneLocal(const ir::Instruction& orig, std::vector<ir::Instruction*> operands,
                               const ir::Shape& shape);
 
+  // A tuple value whose arrays (elements of `local`, of every nesting) are replicated.
+  PartitionedValue ReplicatedTuple(ir::Instruction* local);
+
+  // The name for the local result of input instruction `name`: the name itself the first time
+  // (PartitionSpmd reserved it), a fresh "name.N" after.
+  std::string ClaimName(const std::string& name);
+
   SpmdBuilder& sb() { return *sb_; }
   ir::Builder& b() { return sb_->b(); }
   int64_t num_partitions() const { return options_.num_partitions; }
 
   const PartitionOptions& options_;
   ir::Module* out_;
+  Shared own_shared_;
+  Shared* shared_;
   std::vector<CollectiveProvenance>* log_;
   Resharder resharder_;
   std::unique_ptr<SpmdBuilder> sb_;
