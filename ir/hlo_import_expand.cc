@@ -1,6 +1,6 @@
 // The HLO importer's ops that podsim writes out in its own ops or keeps as opaque kernels:
-// reductions with an init, clamp, custom-calls, mixed-type dots, batch norm
-// (ir/hlo_import_lower.h).
+// reductions with an init (and the others as opaque kernels), clamp, custom-calls, mixed-type
+// dots, batch norm, select-and-scatter (ir/hlo_import_lower.h).
 
 #include <algorithm>
 #include <charconv>
@@ -24,6 +24,23 @@
 namespace podsim::ir::hlo_internal {
 
 ReduceKind Lowerer::KindOf(const HloInstr& h) const {
+  if (const std::optional<ReduceKind> k = TryKindOf(h)) return *k;
+  const HloComputation& c = Callee(*h.to_apply);
+  Fail(h.to_apply->loc, "to_apply=%" + c.name + " of " + h.name +
+                            " is not an add, maximum, minimum, and or or of its two "
+                            "parameters; podsim reduces with those only");
+}
+
+double Lowerer::OpsPerApplication(const NameRef& ref) const {
+  double ops = 0;
+  for (const HloInstr& i : Callee(ref).instrs) {
+    ops += i.opcode != "parameter" && i.opcode != "constant" && i.opcode != "tuple" &&
+           i.opcode != "get-tuple-element";
+  }
+  return std::max(ops, 1.0);
+}
+
+std::optional<ReduceKind> Lowerer::TryKindOf(const HloInstr& h) const {
   if (!h.to_apply) Fail(h.opcode_loc, h.opcode + " " + h.name + " needs to_apply=");
   const HloComputation& c = Callee(*h.to_apply);
   const HloInstr& root = c.instrs[c.root];
@@ -40,9 +57,7 @@ ReduceKind Lowerer::KindOf(const HloInstr& h) const {
     if (root.opcode == "and") return ReduceKind::kAnd;
     if (root.opcode == "or") return ReduceKind::kOr;
   }
-  Fail(h.to_apply->loc, "to_apply=%" + c.name + " of " + h.name +
-                            " is not an add, maximum, minimum, and or or of its two "
-                            "parameters; podsim reduces with those only");
+  return std::nullopt;
 }
 
 bool Lowerer::IsScalarConstant(const Instruction* i, double* v) {
@@ -85,11 +100,25 @@ Instruction* Lowerer::BroadcastTo(Computation* c, const HloInstr& h, Instruction
 }
 
 Instruction* Lowerer::LowerReduce(Computation* c, const Values& v, const HloInstr& h) {
-  if (h.operands.size() != 2) {
-    Fail(h.opcode_loc, "reduce " + h.name + " has " + std::to_string(h.operands.size() / 2) +
-                           " inputs: variadic reductions are not supported yet");
+  if (h.operands.empty() || h.operands.size() % 2 != 0) {
+    Fail(h.opcode_loc, h.opcode + " " + h.name + " takes inputs and as many inits, got " +
+                           std::to_string(h.operands.size()) + " operands");
   }
-  const ReduceKind kind = KindOf(h);
+  const std::optional<ReduceKind> known = h.operands.size() == 2 ? TryKindOf(h) : std::nullopt;
+  if (!known) {
+    // A variadic reduction (argmax's (value, index) pairs, ...) or another computation: an
+    // opaque kernel applying the computation once per input element (per window element of
+    // each output for reduce-window), one flop per op it has.
+    if (!h.to_apply) Fail(h.opcode_loc, h.opcode + " " + h.name + " needs to_apply=");
+    double applications = static_cast<double>(Operand(v, h, 0)->shape.NumElements());
+    if (h.opcode == "reduce-window") {
+      const Shape& out = h.shape.is_tuple ? h.shape.tuple_shapes.at(0) : h.shape;
+      applications = static_cast<double>(out.NumElements());
+      for (const WindowDim& w : h.attrs.window) applications *= static_cast<double>(w.size);
+    }
+    return Opaque(c, v, h, applications * OpsPerApplication(*h.to_apply));
+  }
+  const ReduceKind kind = *known;
   Instruction* x = Operand(v, h, 0);
   Instruction* init = Operand(v, h, 1);
   const Opcode op = h.opcode == "reduce" ? Opcode::kReduce : Opcode::kReduceWindow;
@@ -291,6 +320,16 @@ Instruction* Lowerer::Opaque(Computation* c, const Values& v, const HloInstr& h,
     a.custom_call_target = "xla:" + h.opcode;
     a.custom_call_flops = flops;
   });
+}
+
+Instruction* Lowerer::LowerSelectAndScatter(Computation* c, const Values& v, const HloInstr& h) {
+  // (operand, source, init), window: for each source element, a select over its window of the
+  // operand (one application of select= per window element) and a scatter of it (one).
+  RequireOperands(h, 3);
+  const Shape& source = Operand(v, h, 1)->shape;
+  double window = 1;
+  for (const WindowDim& w : h.attrs.window) window *= static_cast<double>(w.size);
+  return Opaque(c, v, h, static_cast<double>(source.NumElements()) * (window + 1));
 }
 
 }  // namespace podsim::ir::hlo_internal

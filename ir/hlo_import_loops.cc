@@ -1,5 +1,6 @@
-// The HLO importer's call (inlined) and while (a counted loop, its trip count found in the
-// module or given) (ir/hlo_import_lower.h).
+// The HLO importer's control and communication forms (ir/hlo_import_lower.h): call and fusion
+// (inlined), while (a counted loop, its trip count found in the module or given), conditional,
+// async start/done pairs and the tuple form of all-to-all.
 
 #include <algorithm>
 #include <charconv>
@@ -170,6 +171,173 @@ Instruction* Lowerer::Element(Computation* c, const HloInstr& h, Instruction* tu
   if (tuple->opcode == Opcode::kTuple) return tuple->operands[static_cast<size_t>(k)];
   return Make(c, h, Opcode::kGetTupleElement, tuple->shape.tuple_shapes[static_cast<size_t>(k)],
               {tuple}, "element", [&](Instruction& a) { a.tuple_index = k; });
+}
+
+Instruction* Lowerer::SelectValue(Computation* c, const HloInstr& h, Instruction* pred,
+                                  Instruction* on_true, Instruction* on_false) {
+  if (on_true->shape.is_tuple) {
+    std::vector<Instruction*> elements;
+    std::vector<Shape> shapes;
+    for (size_t k = 0; k < on_true->shape.tuple_shapes.size(); ++k) {
+      const auto e = static_cast<int64_t>(k);
+      elements.push_back(
+          SelectValue(c, h, pred, Element(c, h, on_true, e), Element(c, h, on_false, e)));
+      shapes.push_back(elements.back()->shape);
+    }
+    return Make(c, h, Opcode::kTuple, Shape::Tuple(shapes), elements, "selected");
+  }
+  Instruction* p = pred;
+  if (!on_true->shape.dims.empty()) {
+    p = Make(c, h, Opcode::kBroadcast, Shape(DType::kPred, on_true->shape.dims), {pred}, "pred");
+  }
+  return Make(c, h, Opcode::kSelect, on_true->shape, {p, on_true, on_false}, "selected");
+}
+
+Instruction* Lowerer::LowerConditional(Computation* c, const Values& v, const HloInstr& h) {
+  std::vector<const NameRef*> branches;
+  if (h.true_computation && h.false_computation) {
+    branches = {&*h.true_computation, &*h.false_computation};
+  } else {
+    for (const NameRef& b : h.branch_computations) branches.push_back(&b);
+  }
+  if (branches.empty()) {
+    Fail(h.opcode_loc, "conditional " + h.name +
+                           " needs true_computation= and false_computation=, or "
+                           "branch_computations=");
+  }
+  RequireOperands(h, branches.size() + 1);
+  Instruction* selector = Operand(v, h, 0);
+  const bool by_pred = selector->shape.dtype == DType::kPred;
+  if (!selector->shape.dims.empty() || selector->shape.is_tuple ||
+      (!by_pred && selector->shape.dtype != DType::kS32) || (by_pred && branches.size() != 2)) {
+    Fail(h.operands[0].loc, "conditional " + h.name +
+                                ": the selector must be a pred[] (two branches) or an s32[] "
+                                "branch index, got " +
+                                selector->shape.ToString());
+  }
+  // XLA runs branch `index` (the last one when out of range); pred true is branch 0.
+  auto branch_of = [&](double s) -> size_t {
+    if (by_pred) return s != 0 ? 0 : 1;
+    const size_t n = branches.size();
+    return s < 0 || s >= static_cast<double>(n) ? n - 1 : static_cast<size_t>(s);
+  };
+  auto run = [&](size_t b) {
+    Instruction* value = Lower(Callee(*branches[b]), c, ParamMode::kInline, {Operand(v, h, b + 1)});
+    if (value->shape != h.shape) {
+      Fail(branches[b]->loc, "conditional " + h.name + ": branch %" + branches[b]->name +
+                                 " gives " + value->shape.ToString() + ", not " +
+                                 h.shape.ToString());
+    }
+    return value;
+  };
+  double known = 0;
+  if (IsScalarConstant(selector, &known)) return run(branch_of(known));
+  // The selector is a value: every branch is computed and the result selected, which gives the
+  // values exactly and costs every branch (an upper bound on the time of the one XLA runs).
+  Warn(h.opcode_loc, "conditional " + h.name + ": its " + std::to_string(branches.size()) +
+                         " branches are all computed and the result selected; the cost counts "
+                         "every branch (an upper bound)");
+  std::vector<Instruction*> values;
+  for (size_t b = 0; b < branches.size(); ++b) values.push_back(run(b));
+  Instruction* result = values.back();
+  for (size_t b = values.size() - 1; b-- > 0;) {
+    Instruction* pred = selector;
+    if (!by_pred) {
+      Instruction* k =
+          Make(c, h, Opcode::kConstant, Shape(DType::kS32, {}), {}, "branch", [&](Instruction& a) {
+            a.literal = Literal::Scalar(DType::kS32, static_cast<double>(b));
+          });
+      pred = Make(c, h, Opcode::kCompare, Shape(DType::kPred, {}), {selector, k}, "is_branch",
+                  [](Instruction& a) { a.comparison = Comparison::kEq; });
+    }
+    result = SelectValue(c, h, pred, values[b], result);
+  }
+  return result;
+}
+
+Instruction* Lowerer::LowerAsync(Computation* c, Values& v, const HloInstr& h) {
+  const std::string& op = h.opcode;
+  if (!op.ends_with("-start")) {
+    // -done and async-update: the value the start gave.
+    RequireOperands(h, 1);
+    Instruction* started = Operand(v, h, 0);
+    if (op != "async-update" && started->shape != h.shape) {
+      Fail(h.shape_loc, op + " " + h.name + " is " + h.shape.ToString() + ", its start gives " +
+                            started->shape.ToString());
+    }
+    return started;
+  }
+  // A start is its operation, timed as one collective that overlaps whatever does not wait for
+  // it (podsim's simulator runs collectives asynchronously); its result is the start's tuple
+  // element 1 ((operands, result, context...)), or the start's shape when it is an array.
+  HloInstr wrapped = h;
+  if (h.shape.is_tuple) {
+    if (h.shape.tuple_shapes.size() < 2) {
+      Fail(h.shape_loc, op + " " + h.name + " must give (operands, result, ...)");
+    }
+    wrapped.shape = h.shape.tuple_shapes[1];
+  }
+  if (op == "async-start") {
+    if (!h.calls) Fail(h.opcode_loc, "async-start " + h.name + " needs calls=");
+    std::vector<Instruction*> args;
+    for (size_t k = 0; k < h.operands.size(); ++k) args.push_back(Operand(v, h, k));
+    Instruction* value = Lower(Callee(*h.calls), c, ParamMode::kInline, args);
+    if (value->shape != wrapped.shape) {
+      Fail(h.shape_loc, "async-start " + h.name + ": %" + h.calls->name + " gives " +
+                            value->shape.ToString() + ", not " + wrapped.shape.ToString());
+    }
+    return value;
+  }
+  wrapped.opcode = op.substr(0, op.size() - 6);
+  Opcode base;
+  if (!ParseOpcode(wrapped.opcode, &base) || !IsCollective(base)) {
+    Fail(h.opcode_loc, "opcode '" + op + "' is not supported by the HLO importer yet");
+  }
+  return LowerOne(c, v, wrapped);
+}
+
+Instruction* Lowerer::LowerTupleAllToAll(Computation* c, const Values& v, const HloInstr& h) {
+  // all-to-all of N arrays (no dimensions=): array j goes to the group's j-th partition and
+  // result j comes from it. podsim's all-to-all on the arrays stacked along a new leading dim,
+  // split and concatenated along it, then unstacked.
+  const size_t n = h.operands.size();
+  if (n == 0 || !h.shape.is_tuple || h.shape.tuple_shapes.size() != n) {
+    Fail(h.shape_loc, "all-to-all " + h.name + " of " + std::to_string(n) +
+                          " arrays must give a tuple of as many");
+  }
+  const Shape s = Operand(v, h, 0)->shape;
+  std::vector<Instruction*> rows;
+  Shape row(s.dtype, {1});
+  row.dims.insert(row.dims.end(), s.dims.begin(), s.dims.end());
+  for (size_t k = 0; k < n; ++k) {
+    Instruction* x = Operand(v, h, k);
+    if (x->shape != s || h.shape.tuple_shapes[k] != s) {
+      Fail(h.operands[k].loc, "all-to-all " + h.name +
+                                  ": podsim reads the tuple form with arrays of one shape (" +
+                                  s.ToString() + "), got " + x->shape.ToString());
+    }
+    rows.push_back(Make(c, h, Opcode::kReshape, row, {x}, "row"));
+  }
+  Shape stacked = row;
+  stacked.dims[0] = static_cast<int64_t>(n);
+  Instruction* all = n == 1 ? rows[0]
+                            : Make(c, h, Opcode::kConcatenate, stacked, rows, "stacked",
+                                   [](Instruction& a) { a.dimensions = {0}; });
+  HloInstr e = h;
+  e.attrs.split_dimension = e.attrs.concat_dimension = 0;
+  Instruction* moved = Emit(c, e, Opcode::kAllToAll, stacked, {all}, h.name + ".stacked");
+  std::vector<Instruction*> parts;
+  for (size_t k = 0; k < n; ++k) {
+    Instruction* r = Make(c, h, Opcode::kSlice, row, {moved}, "part", [&](Instruction& a) {
+      a.slice_starts.assign(stacked.dims.size(), 0);
+      a.slice_limits = stacked.dims;
+      a.slice_strides.assign(stacked.dims.size(), 1);
+      a.slice_starts[0] = static_cast<int64_t>(k);
+      a.slice_limits[0] = static_cast<int64_t>(k + 1);
+    });
+    parts.push_back(Make(c, h, Opcode::kReshape, s, {r}, "result"));
+  }
+  return Make(c, h, Opcode::kTuple, h.shape, parts, "");
 }
 
 }  // namespace podsim::ir::hlo_internal

@@ -176,7 +176,19 @@ Instruction* Lowerer::LowerOne(Computation* c, Values& v, const HloInstr& h) {
   if (op == "scatter") return LowerScatter(c, v, h);
   if (op == "sort") return LowerSort(c, v, h);
   if (op == "reduce-precision") return LowerReducePrecision(c, v, h);
-  if (op == "call") return LowerCall(c, v, h);
+  if (op == "call" || op == "fusion") return LowerCall(c, v, h);
+  if (op == "conditional") return LowerConditional(c, v, h);
+  if (op.ends_with("-start") || op.ends_with("-done") || op == "async-update") {
+    return LowerAsync(c, v, h);
+  }
+  if (op == "all-to-all" && h.attrs.dimensions.empty()) return LowerTupleAllToAll(c, v, h);
+  if (op == "select-and-scatter") return LowerSelectAndScatter(c, v, h);
+  if (op == "rng-bit-generator") {
+    // Random bits: a kernel writing the new state and the bits, one op per element.
+    return Opaque(c, v, h, h.shape.is_tuple && h.shape.tuple_shapes.size() == 2
+                               ? static_cast<double>(h.shape.tuple_shapes[1].NumElements())
+                               : 0);
+  }
   if (op == "while") return LowerWhile(c, v, h);
   if (op == "custom-call") return LowerCustomCall(c, v, h);
   if (op == "iota") {
@@ -205,9 +217,7 @@ Instruction* Lowerer::LowerOne(Computation* c, Values& v, const HloInstr& h) {
   }
   if (opcode == Opcode::kAllToAll) {
     if (h.attrs.dimensions.size() != 1) {
-      Fail(h.opcode_loc, "all-to-all " + h.name +
-                             " without dimensions={d} (the tuple form) "
-                             "is not supported");
+      Fail(h.opcode_loc, "all-to-all " + h.name + " needs one dimensions={d}");
     }
     e.attrs.split_dimension = e.attrs.concat_dimension = h.attrs.dimensions[0];
   }

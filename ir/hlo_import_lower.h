@@ -1,10 +1,12 @@
 #pragma once
 // Internal to the XLA HLO importer: the lowering of hlo_internal::HloText to podsim's IR. The
-// driver and the generic ops are in hlo_import_lower.cc, call and while in hlo_import_loops.cc,
+// driver and the generic ops are in hlo_import_lower.cc, call, fusion, while, conditional, async
+// pairs and tuple all-to-all in hlo_import_loops.cc,
 // the ops XLA has and podsim writes out or keeps opaque (reductions with inits, clamp,
 // custom-calls, mixed-type dots, batch norm) in hlo_import_expand.cc, gather, scatter, sort and
 // reduce-precision in hlo_import_indexing.cc.
 
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -59,6 +61,12 @@ class Lowerer {
   // The reduction a two-parameter computation applies: its root is add/maximum/minimum/and/or
   // (or multiply, unsupported) of its two parameters.
   ReduceKind KindOf(const HloInstr& h) const;
+  std::optional<ReduceKind> TryKindOf(const HloInstr& h) const;
+  // The ops of a computation applied per element (its instructions but parameters and
+  // constants): the flops of one application, for the kernels podsim keeps opaque.
+  double OpsPerApplication(const NameRef& ref) const;
+  // select-and-scatter and rng-bit-generator: opaque kernels with their flops.
+  Instruction* LowerSelectAndScatter(Computation* c, const Values& v, const HloInstr& h);
 
   static bool IsScalarConstant(const Instruction* i, double* v);
 
@@ -88,6 +96,17 @@ class Lowerer {
   int64_t Trips(const HloInstr& h, double iterations) const;
 
   Instruction* LowerWhile(Computation* c, const Values& v, const HloInstr& h);
+
+  // select(pred, on_true, on_false) of two values of one shape, tuples element by element.
+  Instruction* SelectValue(Computation* c, const HloInstr& h, Instruction* pred,
+                           Instruction* on_true, Instruction* on_false);
+  // The branch a constant selector picks, inlined; else every branch, and the result selected.
+  Instruction* LowerConditional(Computation* c, const Values& v, const HloInstr& h);
+  // <collective>-start and async-start (calls=): the operation itself; -done and async-update:
+  // the started value.
+  Instruction* LowerAsync(Computation* c, Values& v, const HloInstr& h);
+  // all-to-all of a tuple of arrays (no dimensions=).
+  Instruction* LowerTupleAllToAll(Computation* c, const Values& v, const HloInstr& h);
 
   // Element k of a tuple value: the operand itself when the value is a tuple instruction.
   Instruction* Element(Computation* c, const HloInstr& h, Instruction* tuple, int64_t k);

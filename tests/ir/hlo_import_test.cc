@@ -634,6 +634,143 @@ ENTRY e {
   CHECK(out.elements[3].values == std::vector<double>{1, 3, -2, b});
 }
 
+TEST_CASE("fusion inlines; conditional picks a constant branch or selects between all") {
+  const auto r = Import(R"(HloModule m
+fused { a = f32[4] parameter(0)
+  ROOT n = f32[4] negate(a) }
+double { a = f32[4] parameter(0)
+  ROOT d = f32[4] add(a, a) }
+square { a = f32[4] parameter(0)
+  ROOT s = f32[4] multiply(a, a) }
+ENTRY e {
+  x = f32[4] parameter(0)
+  p = pred[] parameter(1)
+  i = s32[] parameter(2)
+  f = f32[4] fusion(x), kind=kLoop, calls=fused
+  t = pred[] constant(true)
+  k = f32[4] conditional(t, x, x), true_computation=double, false_computation=square
+  c = f32[4] conditional(p, x, x), true_computation=double, false_computation=square
+  b = f32[4] conditional(i, x, x, x), branch_computations={double, square, fused}
+  ROOT r = (f32[4], f32[4], f32[4], f32[4]) tuple(f, k, c, b)
+})");
+  // The constant selector inlines its branch only: one multiply (c's) and one more for b.
+  CHECK(Count(*r.module, Opcode::kMultiply) == 2);
+  REQUIRE(r.warnings.size() == 2);
+  CHECK(r.warnings[0].find("t.hlo:15:14: conditional c: its 2 branches are all computed") == 0);
+  const Literal x = F32({4}, {1, 2, -3, 0.5});
+  auto run = [&](bool p, int32_t i) {
+    return Run(*r.module, {x, Literal::Scalar(DType::kPred, p), Literal::Scalar(DType::kS32, i)});
+  };
+  const Literal a = run(true, 1);
+  CHECK(a.elements[0].values == std::vector<double>{-1, -2, 3, -0.5});
+  CHECK(a.elements[1].values == std::vector<double>{2, 4, -6, 1});
+  CHECK(a.elements[2].values == std::vector<double>{2, 4, -6, 1});    // pred true: branch 0
+  CHECK(a.elements[3].values == std::vector<double>{1, 4, 9, 0.25});  // index 1: square
+  const Literal b = run(false, 7);
+  CHECK(b.elements[2].values == std::vector<double>{1, 4, 9, 0.25});  // pred false: square
+  CHECK(b.elements[3].values == std::vector<double>{-1, -2, 3, -0.5});  // out of range: last
+  CHECK(run(false, -1).elements[3].values == std::vector<double>{-1, -2, 3, -0.5});
+  CHECK(run(false, 0).elements[3].values == std::vector<double>{2, 4, -6, 1});
+}
+
+TEST_CASE("async start/done pairs are one collective; the tuple all-to-all moves whole arrays") {
+  const auto r = Import(R"(HloModule m, num_partitions=2
+add { a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b) }
+wrapped { y = f32[4,2] parameter(0)
+  ROOT rs = f32[2,2] reduce-scatter(y), replica_groups={{0,1}}, dimensions={0}, to_apply=add }
+ENTRY e {
+  x = f32[4,2] parameter(0)
+  ars = f32[4,2] all-reduce-start(x), replica_groups={{0,1}}, to_apply=add
+  ard = f32[4,2] all-reduce-done(ars)
+  ags = (f32[4,2], f32[8,2]) all-gather-start(x), replica_groups={{0,1}}, dimensions={0}
+  agd = f32[8,2] all-gather-done(ags)
+  cps = (f32[4,2], f32[4,2], u32[], u32[]) collective-permute-start(x), source_target_pairs={{0,1},{1,0}}
+  cpd = f32[4,2] collective-permute-done(cps)
+  as = ((f32[4,2]), f32[2,2], s32[]) async-start(x), calls=wrapped
+  ad = f32[2,2] async-done(as)
+  a2a = (f32[4,2], f32[4,2]) all-to-all(x, ard), replica_groups={{0,1}}
+  ROOT t = (f32[4,2], f32[8,2], f32[4,2], f32[2,2], (f32[4,2], f32[4,2])) tuple(ard, agd, cpd, ad, a2a)
+})");
+  CHECK(r.partitioned);
+  CHECK(Count(*r.module, Opcode::kAllReduce) == 1);
+  CHECK(Count(*r.module, Opcode::kAllGather) == 1);
+  CHECK(Count(*r.module, Opcode::kCollectivePermute) == 1);
+  CHECK(Count(*r.module, Opcode::kReduceScatter) == 1);
+  CHECK(Count(*r.module, Opcode::kAllToAll) == 1);
+  // Partition p holds x = p * 10 + [0..7]. all-to-all: result j is partition j's array p.
+  std::vector<Literal> args;
+  for (int p = 0; p < 2; ++p) {
+    std::vector<double> v(8);
+    for (int k = 0; k < 8; ++k) v[k] = p * 10 + k;
+    args.push_back(F32({4, 2}, v));
+  }
+  const std::vector<Literal> out = InterpretSpmd(*r.module, {{args[0]}, {args[1]}}, 2);
+  // all-reduce: 10 + 2k; all-gather: both; permute: the other's; reduce-scatter: rows 2p..2p+1
+  // of the sum; all-to-all: result j on partition p is partition j's operand p, so partition 0
+  // gets (x of 0, x of 1) and partition 1 (ard of 0, ard of 1).
+  CHECK(out[0].elements[0].values[3] == 10 + 2 * 3);
+  CHECK(out[1].elements[1].values[9] == 11);
+  CHECK(out[0].elements[2].values[0] == 10);
+  CHECK(out[1].elements[3].values[0] == 10 + 2 * 4);
+  CHECK(out[0].elements[4].elements[1].values[1] == 11);      // x of partition 1
+  CHECK(out[1].elements[4].elements[0].values[1] == 10 + 2);  // ard of partition 0
+}
+
+TEST_CASE("variadic and other reductions, select-and-scatter, rng-bit-generator: opaque with flops") {
+  const auto r = Import(R"(HloModule m
+argmax { a = f32[] parameter(0)
+  i = s32[] parameter(1)
+  b = f32[] parameter(2)
+  j = s32[] parameter(3)
+  g = pred[] compare(a, b), direction=GE
+  v = f32[] select(g, a, b)
+  k = s32[] select(g, i, j)
+  ROOT t = (f32[], s32[]) tuple(v, k) }
+mul { a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] multiply(a, b) }
+ge { a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT g = pred[] compare(a, b), direction=GE }
+add { a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b) }
+ENTRY e {
+  x = f32[4,6] parameter(0)
+  ix = s32[4,6] iota(), iota_dimension=1
+  lo = f32[] constant(-inf)
+  z = s32[] constant(0)
+  one = f32[] constant(1)
+  am = (f32[4], s32[4]) reduce(x, ix, lo, z), dimensions={1}, to_apply=argmax
+  pr = f32[4] reduce(x, one), dimensions={1}, to_apply=mul
+  src = f32[2,3] parameter(1)
+  zero = f32[] constant(0)
+  ss = f32[4,6] select-and-scatter(x, src, zero), window={size=2x2 stride=2x2}, select=ge, scatter=add
+  st = u64[2] parameter(2)
+  rb = (u64[2], u32[4,4]) rng-bit-generator(st), algorithm=rng_default
+  ROOT t = ((f32[4], s32[4]), f32[4], f32[4,6], (u64[2], u32[4,4])) tuple(am, pr, ss, rb)
+})");
+  auto cost = [&](const char* name) {
+    const Instruction* i = Find(*r.module, name);
+    REQUIRE(i != nullptr);
+    CHECK(i->opcode == Opcode::kCustomCall);
+    return InstructionCost(*i);
+  };
+  // argmax: 24 elements, 3 ops per application (the compare and two selects; the tuple moves
+  // nothing).
+  CHECK(cost("am").flops == 24 * 3);
+  // A product: 24 multiplies; the init is an operand (read: 96 + 4 B).
+  CHECK(cost("pr").flops == 24);
+  CHECK(cost("pr").bytes_read == 100);
+  // 6 source elements, each a 2x2 window select and one scatter: 6 * 5.
+  CHECK(cost("ss").flops == 30);
+  // 16 random words.
+  CHECK(cost("rb").flops == 16);
+  CHECK(Find(*r.module, "ss")->custom_call_target == "xla:select-and-scatter");
+}
+
 TEST_CASE("LooksLikeXlaHlo tells XLA's text from podsim's") {
   CHECK(LooksLikeXlaHlo("HloModule f\nENTRY f {\n  arg = f32[2] parameter(0)\n}\n"));
   CHECK(LooksLikeXlaHlo("HloModule f\nENTRY %f {\n  %a = f32[2]{0} parameter(0)\n}\n"));
