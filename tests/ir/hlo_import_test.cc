@@ -119,10 +119,14 @@ ENTRY e {
   CHECK(Count(*r.module, Opcode::kAdd) == 1);      // the init 10 combined once
   CHECK(Count(*r.module, Opcode::kMaximum) == 0);  // -inf changes nothing
 
-  // A to_apply that is not one of podsim's reductions is an error at to_apply's name.
-  std::string bad = text;
-  bad.replace(bad.find("ROOT s = f32[] add(a, b)"), 24, "ROOT s = f32[] multiply(a, b)");
-  CHECK(ImportError(bad).find("is not an add, maximum, minimum, and or or") != std::string::npos);
+  // A reduce with another computation is an opaque kernel (tested below), but a collective
+  // reduces with podsim's kinds only: an error at to_apply's name.
+  const std::string bad =
+      "HloModule m\nmul { a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+      "  ROOT m = f32[] multiply(a, b) }\nENTRY e {\n  x = f32[2] parameter(0)\n"
+      "  ROOT y = f32[2] all-reduce(x), replica_groups={}, to_apply=mul\n}\n";
+  const std::string m = ImportError(bad);
+  CHECK_MESSAGE(m.find("t.hlo:7:62: to_apply=%mul of y is not an add, maximum, minimum, and or or") == 0, m);
 }
 
 constexpr const char* kWhileBody = R"(HloModule m
