@@ -164,40 +164,11 @@ int Convert(const Args& args) {
   return 0;
 }
 
-// NAME=VALUE pairs of `option` (--trip-count, --custom-call-flops), VALUE a finite number >= 0.
-std::map<std::string, double> NamedValues(const std::vector<std::string>& specs,
-                                          const std::string& option) {
-  std::map<std::string, double> out;
-  for (const std::string& spec : specs) {
-    const size_t eq = spec.find('=');
-    double v = -1;
-    if (eq != std::string::npos && eq > 0) {
-      try {
-        size_t used = 0;
-        v = std::stod(spec.substr(eq + 1), &used);
-        if (used != spec.size() - eq - 1 || !std::isfinite(v)) v = -1;
-      } catch (const std::exception&) {
-        v = -1;
-      }
-    }
-    if (!(v >= 0)) throw Error(option + " " + spec + ": expected NAME=VALUE with VALUE >= 0");
-    std::string name = spec.substr(0, eq);
-    if (name[0] == '%') name.erase(0, 1);
-    out[name] = v;
-  }
-  return out;
-}
-
 int Import(const Args& args) {
   po::options_description desc("podsim ir import options");
   desc.add_options()("file", po::value<std::string>()->required(), "XLA HLO text module")(
-      "out,o", po::value<std::string>(), "write the module here (.hlo podsim text, or .pb)")(
-      "trip-count", po::value<std::vector<std::string>>()->composing(),
-      "NAME=N: trip count of while NAME, for loops whose count the module does not give "
-      "(repeatable)")(
-      "custom-call-flops", po::value<std::vector<std::string>>()->composing(),
-      "TARGET=F: floating-point operations per call of custom-call TARGET, which podsim keeps "
-      "as an opaque kernel (repeatable; default 0, with a warning)");
+      "out,o", po::value<std::string>(), "write the module here (.hlo podsim text, or .pb)");
+  AddImportOptions(desc);
   po::variables_map vm;
   if (!ParseArgs(args, desc, {"file"}, vm,
                  "usage: podsim ir import FILE [-o OUT] [--trip-count NAME=N ...] "
@@ -205,20 +176,7 @@ int Import(const Args& args) {
     return 0;
   }
   const std::string path = vm["file"].as<std::string>();
-  ir::HloImportOptions options;
-  if (vm.count("trip-count")) {
-    for (const auto& [name, n] :
-         NamedValues(vm["trip-count"].as<std::vector<std::string>>(), "--trip-count")) {
-      if (n != std::floor(n) || n > 9e15) {
-        throw Error("--trip-count " + name + ": expected a whole number of iterations");
-      }
-      options.trip_counts[name] = static_cast<int64_t>(n);
-    }
-  }
-  if (vm.count("custom-call-flops")) {
-    options.custom_call_flops =
-        NamedValues(vm["custom-call-flops"].as<std::vector<std::string>>(), "--custom-call-flops");
-  }
+  const ir::HloImportOptions options = ImportOptions(vm);
   ir::HloImport imported = ImportXlaHlo(ReadFile(path), path, options);
   const ir::Module& m = *imported.module;
   std::cout << "ok: module " << m.name() << ", " << m.computations().size()

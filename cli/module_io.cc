@@ -63,7 +63,8 @@ nlohmann::json NestJson(const ir::Literal& l, size_t dim, int64_t& pos) {
 
 }  // namespace
 
-std::unique_ptr<ir::Module> LoadModule(const std::string& path) {
+std::unique_ptr<ir::Module> LoadModule(const std::string& path,
+                                       const ir::HloImportOptions& options) {
   std::string bytes = ReadFile(path);
   if (IsProtoPath(path)) {
     try {
@@ -72,7 +73,7 @@ std::unique_ptr<ir::Module> LoadModule(const std::string& path) {
       throw Error(path + ": " + e.what());
     }
   }
-  if (ir::LooksLikeXlaHlo(bytes)) return ImportXlaHlo(bytes, path, {}).module;
+  if (ir::LooksLikeXlaHlo(bytes)) return ImportXlaHlo(bytes, path, options).module;
   return ir::ParseModule(bytes, path);
 }
 

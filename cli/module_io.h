@@ -14,9 +14,10 @@
 
 namespace podsim::cli {
 
-// Loads and verifies a module (XLA HLO text is imported, its warnings printed to stderr);
-// throws podsim::Error naming the file.
-std::unique_ptr<ir::Module> LoadModule(const std::string& path);
+// Loads and verifies a module (XLA HLO text is imported with `options`, its warnings printed to
+// stderr); throws podsim::Error naming the file.
+std::unique_ptr<ir::Module> LoadModule(const std::string& path,
+                                       const ir::HloImportOptions& options = {});
 // Imports XLA HLO `text` read from `path`, printing the warnings to stderr.
 ir::HloImport ImportXlaHlo(const std::string& text, const std::string& path,
                            const ir::HloImportOptions& options);

@@ -4,6 +4,7 @@
 #include <boost/program_options.hpp>
 
 #include "cli/commands.h"
+#include "ir/hlo_import.h"
 
 namespace podsim::cli {
 
@@ -18,5 +19,10 @@ const po::options_description& CommonOptions();
 // command and points at its --help.
 bool ParseOptions(const Args& args, const po::options_description& options,
                   const po::positional_options_description& positional, po::variables_map& vm);
+
+// --trip-count NAME=N and --custom-call-flops TARGET=F (repeatable): how commands reading XLA
+// HLO text import it; ImportOptions reads them back.
+void AddImportOptions(po::options_description& options);
+ir::HloImportOptions ImportOptions(const po::variables_map& vm);
 
 }  // namespace podsim::cli

@@ -75,6 +75,7 @@ int SimulateCommand(const Args& args) {
        "PATH=VALUE: override a config value, e.g. device.hbm_bandwidth=9e11, "
        "topology.link_bandwidth=2e11, collectives.all-to-all.algorithm=dim-staged (repeatable)");
   // clang-format on
+  AddImportOptions(visible);
   po::options_description hidden;
   hidden.add_options()("module", po::value<std::string>());
   po::options_description all;
@@ -125,7 +126,7 @@ namespace {
 
 int Run(const po::variables_map& vm, const nlohmann::json& config, const report::OutputDir* out) {
   const pipeline::Simulation run =
-      pipeline::Simulate(LoadModule(vm["module"].as<std::string>()), config);
+      pipeline::Simulate(LoadModule(vm["module"].as<std::string>(), ImportOptions(vm)), config);
   for (const std::string& note : run.notes) std::cerr << note << "\n";
   const sim::RunResult& result = run.result;
   const bool json = vm.count("json") > 0;
