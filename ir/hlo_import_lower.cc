@@ -298,10 +298,32 @@ Instruction* Lowerer::Lower(const HloComputation& hc, Computation* target, Param
     } else {
       value = LowerOne(target, values, h);
     }
+    if (!h.tuple_sharding.empty() && !out_.partitioned) value = ShardElements(target, h, value);
     values[h.name] = value;
   }
   --depth_;
   return values.at(hc.instrs[hc.root].name);
+}
+
+Instruction* Lowerer::ShardElements(Computation* c, const HloInstr& h, Instruction* value) {
+  const Shape& s = value->shape;
+  const bool flat = s.is_tuple && std::none_of(s.tuple_shapes.begin(), s.tuple_shapes.end(),
+                                               [](const Shape& e) { return e.is_tuple; });
+  if (!flat || s.tuple_shapes.size() != h.tuple_sharding.size()) {
+    Warn(h.loc, h.name + ": a tuple sharding of " + std::to_string(h.tuple_sharding.size()) +
+                    " elements for " + s.ToString() +
+                    " (podsim reads it on a flat tuple of as many); dropped");
+    return value;
+  }
+  // Element k annotated as a Sharding custom-call is: a same-shape reshape carrying it.
+  std::vector<Instruction*> elements;
+  for (size_t k = 0; k < s.tuple_shapes.size(); ++k) {
+    Instruction* e = Element(c, h, value, static_cast<int64_t>(k));
+    elements.push_back(Make(c, h, Opcode::kReshape, e->shape, {e}, "sharded",
+                            [&](Instruction& a) { a.sharding = h.tuple_sharding[k]; }));
+    elements.back()->scope = e->scope;  // an annotation of e: its time is e's layer's
+  }
+  return Make(c, h, Opcode::kTuple, s, elements, "sharded");
 }
 
 void Lowerer::SetAliases(const HloComputation& entry, const Instruction* root) {

@@ -162,6 +162,10 @@ class Lowerer {
   Instruction* Lower(const HloComputation& hc, Computation* target, ParamMode mode,
                      const std::vector<Instruction*>& args, bool tuple_state = true);
 
+  // A global program's tuple sharding ({{...}, {...}}) on `h`: each element of its value
+  // annotated with its sharding.
+  Instruction* ShardElements(Computation* c, const HloInstr& h, Instruction* value);
+
   void SetAliases(const HloComputation& entry, const Instruction* root);
 
   const HloText& text_;

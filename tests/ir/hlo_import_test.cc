@@ -315,6 +315,32 @@ ENTRY e {
   CHECK(Find(*r.module, "f")->opcode == Opcode::kManualToAuto);
 }
 
+TEST_CASE("a tuple sharding annotates each element; one that does not fit is dropped, warned") {
+  const auto r = Import(R"(HloModule m
+ENTRY e {
+  x = f32[8,16] parameter(0)
+  y = f32[8,16] negate(x)
+  ROOT t = (f32[8,16], f32[8,16]) tuple(x, y), sharding={{replicated}, {devices=[1,2]<=[2]}}
+})");
+  CHECK(r.warnings.empty());
+  const Instruction* root = r.module->entry()->root();
+  REQUIRE(root->opcode == Opcode::kTuple);
+  REQUIRE(root->operands.size() == 2);
+  // Each output through a same-shape reshape carrying its sharding, in y's scope.
+  CHECK(root->operands[0]->opcode == Opcode::kReshape);
+  CHECK(root->operands[0]->sharding == Sharding::Replicated());
+  CHECK(root->operands[1]->sharding == Sharding::TiledIota({1, 2}));
+  CHECK(root->operands[1]->operands[0] == Find(*r.module, "y"));
+  const auto bad = Import(R"(HloModule m
+ENTRY e {
+  x = f32[8,16] parameter(0)
+  ROOT t = (f32[8,16], f32[8,16]) tuple(x, x), sharding={{replicated}}
+})");
+  REQUIRE(bad.warnings.size() == 1);
+  CHECK(bad.warnings[0].find("t.hlo:4:3: t: a tuple sharding of 1 elements for") == 0);
+  CHECK(bad.module->entry()->root()->operands[0]->opcode == Opcode::kParameter);
+}
+
 TEST_CASE("malformed and unsupported modules: FILE:LINE:COL and what was expected") {
   const std::string head = "HloModule m\nENTRY e {\n  x = f32[2] parameter(0)\n";
   // Columns of "  ROOT y = f32[2] add(x, z)": the shape at 12, the opcode at 19, the second
