@@ -8,6 +8,8 @@
 // paired indices dim. The result is then reshaped and transposed into XLA's dim order.
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -73,10 +75,18 @@ Instruction* Lowerer::LowerGather(Computation* c, const Values& v, const HloInst
     fail("operand_batching_dims and start_indices_batching_dims differ in length");
   }
   auto operand_dim = [&](int64_t d, const char* what) {
-    if (d < 0 || d >= rank)
+    if (d < 0 || d >= rank) {
       fail(std::string(what) + " names dim " + std::to_string(d) + " of the rank-" +
            std::to_string(rank) + " operand");
+    }
   };
+  for (const auto* list : {&start_map, &collapsed, &operand_batch}) {
+    std::vector<int64_t> sorted = *list;
+    std::sort(sorted.begin(), sorted.end());
+    if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+      fail("a dim is named twice in its dimension numbers");
+    }
+  }
   for (int64_t d : start_map) operand_dim(d, "start_index_map");
   for (int64_t d : collapsed) operand_dim(d, "collapsed_slice_dims");
   for (int64_t d : operand_batch) operand_dim(d, "operand_batching_dims");
@@ -140,6 +150,10 @@ Instruction* Lowerer::LowerGather(Computation* c, const Values& v, const HloInst
   }
   int64_t flat = 1;
   for (int64_t d : points) flat *= xs.dims[static_cast<size_t>(d)];
+  if (flat > std::numeric_limits<int32_t>::max()) {
+    fail("its indexed dims hold " + std::to_string(flat) +
+         " elements; podsim's linear index is s32");
+  }
   if (points.size() != 1) {
     Shape s(xs.dtype, {flat});
     for (size_t k = points.size(); k < perm.size(); ++k) s.dims.push_back(table->shape.dims[k]);
@@ -151,8 +165,9 @@ Instruction* Lowerer::LowerGather(Computation* c, const Values& v, const HloInst
   if (points.size() == 1 && operand_batch.empty()) {
     // One indexed dim: podsim's gather clamps as XLA does.
     linear = idx;
-    if (ivd < is.rank())
+    if (ivd < is.rank()) {
       linear = Make(c, h, Opcode::kReshape, Shape(is.dtype, batch_dims), {idx}, "index");
+    }
   } else {
     auto scalar = [&](int64_t value, const std::string& name) {
       Instruction* k =
@@ -229,8 +244,9 @@ Instruction* Lowerer::LowerGather(Computation* c, const Values& v, const HloInst
     if (p == -1) p = next_batch++;
   }
   Shape gathered(xs.dtype, batch_dims);
-  for (size_t k = points.size(); k < perm.size(); ++k)
+  for (size_t k = points.size(); k < perm.size(); ++k) {
     gathered.dims.push_back(table->shape.dims[k]);
+  }
   Shape offset_form(xs.dtype, batch_dims);
   offset_form.dims.insert(offset_form.dims.end(), offset_sizes.begin(), offset_sizes.end());
   const bool reshape = offset_form != gathered;

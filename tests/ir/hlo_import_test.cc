@@ -581,6 +581,11 @@ ENTRY e {
       "start_index_map={0}, index_vector_dim=1, slice_sizes={1,3}\n}\n");
   CHECK_MESSAGE(wrong.find("t.hlo:5:12: ") == 0, wrong);
   CHECK(wrong.find("which give f32[2,3]") != std::string::npos);
+  // A dim named twice: an error, not a silently ignored index component.
+  CHECK(ImportError("HloModule m\nENTRY e {\n  x = f32[4,3] parameter(0)\n  i = s32[2,2] parameter(1)\n"
+                    "  ROOT g = f32[2,3] gather(x, i), offset_dims={1}, collapsed_slice_dims={0}, "
+                    "start_index_map={0,0}, index_vector_dim=1, slice_sizes={1,3}\n}\n")
+            .find("a dim is named twice") != std::string::npos);
 }
 
 TEST_CASE("scatter and multi-array sorts are opaque kernels; one-array sorts and "
