@@ -81,7 +81,8 @@ nlohmann::json ResultsToJson(const RunResult& r) {
                      {"timed_by", {{"memoized", c.memoized},
                                    {"closed_form", c.closed_form},
                                    {"live_groups", c.live_groups},
-                                   {"replayed", c.replayed}}}});
+                                   {"replayed", c.replayed},
+                                   {"joined", c.joined}}}});
   }
   j["collectives"] = colls;
   j["links"] = {{"links", r.links.links},
@@ -138,12 +139,12 @@ std::string CategoriesCsv(const RunResult& r) {
 std::string CollectivesCsv(const RunResult& r) {
   std::ostringstream os;
   os << "instruction,kind,algorithm,category,group_size,bytes,executions,mean_us,max_us,"
-        "roofline_us,memoized,closed_form,live_groups,replayed\n";
+        "roofline_us,memoized,closed_form,live_groups,replayed,joined\n";
   for (const CollectiveResult& c : r.collectives) {
     os << CsvField(c.instruction) << "," << c.kind << "," << c.algorithm << "," << CsvField(c.category)
        << "," << c.group_size << "," << c.bytes << "," << c.executions << "," << Us(c.mean)
        << "," << Us(c.max) << "," << Us(c.roofline) << "," << c.memoized << ","
-       << c.closed_form << "," << c.live_groups << "," << c.replayed << "\n";
+       << c.closed_form << "," << c.live_groups << "," << c.replayed << "," << c.joined << "\n";
   }
   return os.str();
 }

@@ -18,7 +18,7 @@ nlohmann::json ResultsToJson(const RunResult& result);
 
 // CSV tables (header line first):
 //   categories.csv  category,compute_us,communication_us,modelled_us,roofline_us,flops,hbm_bytes,ops,collectives
-//   collectives.csv instruction,kind,algorithm,category,group_size,bytes,executions,mean_us,max_us,roofline_us,memoized,closed_form,live_groups,replayed
+//   collectives.csv instruction,kind,algorithm,category,group_size,bytes,executions,mean_us,max_us,roofline_us,memoized,closed_form,live_groups,replayed,joined
 //   links.csv       link,src_chip,dst_chip,dim,direction,kind,bytes,utilization  (busy links)
 //   ops.csv         instruction,opcode,category,fusion,fused,executions,modelled_us,roofline_us,bound,flops,hbm_bytes,matrix_efficiency
 //   devices.csv     device,finish_us,compute_us,communication_us,overlap_us

@@ -7,14 +7,9 @@
 
 namespace podsim::sim {
 
-std::optional<SymmetricTiming> TimeSymmetricAllToAll(const CollectiveSpec& spec,
-                                                     const topo::Topology& topology,
-                                                     const std::string& algorithm,
-                                                     const std::string& network,
-                                                     const TimingOptions& options) {
-  if (network != "flow" || spec.kind != CollectiveKind::kAllToAll || options.record_transfers) {
-    return std::nullopt;
-  }
+std::optional<std::vector<RepresentativeTransfer>> SymmetricAllToAllTransfers(
+    const CollectiveSpec& spec, const topo::Topology& topology, const std::string& algorithm) {
+  if (spec.kind != CollectiveKind::kAllToAll) return std::nullopt;
   const int64_t g = topology.num_cores();
   const std::vector<std::vector<int64_t>> groups = ResolveReplicaGroups(spec, g);
   if (groups.size() != 1 || static_cast<int64_t>(groups[0].size()) != g || g < 2) return std::nullopt;
@@ -31,9 +26,25 @@ std::optional<SymmetricTiming> TimeSymmetricAllToAll(const CollectiveSpec& spec,
   reps.reserve(static_cast<size_t>(cpc * (g - 1)));
   for (int64_t s = 0; s < cpc; ++s) {
     for (int64_t d = 0; d < g; ++d) {
-      if (d != s) reps.push_back({s, d, block});
+      if (d != s) reps.push_back({s, d, block, std::nullopt});
     }
   }
+  return reps;
+}
+
+std::optional<SymmetricTiming> TimeSymmetricAllToAll(const CollectiveSpec& spec,
+                                                     const topo::Topology& topology,
+                                                     const std::string& algorithm,
+                                                     const std::string& network,
+                                                     const TimingOptions& options) {
+  if (network != "flow" || options.record_transfers) return std::nullopt;
+  std::optional<std::vector<RepresentativeTransfer>> found =
+      SymmetricAllToAllTransfers(spec, topology, algorithm);
+  if (!found) return std::nullopt;
+  const std::vector<RepresentativeTransfer>& reps = *found;
+  const int64_t g = topology.num_cores();
+  const int64_t block = spec.elements / g * spec.element_bytes;
+  const int64_t cpc = topology.cores_per_chip();
   const Time start = options.fixed_overhead;
   std::optional<SymmetricFlowResult> flow = SolveSymmetricFlow(topology, reps, start);
   if (!flow) return std::nullopt;

@@ -14,6 +14,7 @@
 
 #include "sim/collectives/collective.h"
 #include "sim/collectives/timing.h"
+#include "sim/network/symmetric_flow.h"
 #include "topologies/topology.h"
 
 namespace podsim::sim {
@@ -24,6 +25,12 @@ struct SymmetricTiming {
   // its chip: the same on every chip.
   std::vector<Time> done_by_local_core;
 };
+
+// The representative transfers (chip 0's cores') of `spec` as a direct all-to-all of equal blocks
+// over every core of a translation-symmetric pod, or std::nullopt when it is not one (the
+// conditions below, but for the network model and options).
+std::optional<std::vector<RepresentativeTransfer>> SymmetricAllToAllTransfers(
+    const CollectiveSpec& spec, const topo::Topology& topology, const std::string& algorithm);
 
 // The timing of `spec` with `algorithm` ("" or "default": DefaultAlgorithm) on the model named
 // `network`, or std::nullopt when the shortcut does not apply: the model is not "flow", the

@@ -91,9 +91,9 @@ std::optional<SymmetricFlowResult> SolveSymmetricFlow(const topo::Topology& topo
                                                       Time start) {
   std::optional<LinkOrbits> orbits = FindLinkOrbits(topology);
   if (!orbits) return std::nullopt;
-  const int64_t t0 = start.picos();
   SymmetricFlowResult out;
-  out.done.assign(reps.size(), start);
+  out.done.resize(reps.size());
+  for (size_t r = 0; r < reps.size(); ++r) out.done[r] = reps[r].start.value_or(start);
 
   // One class per (representative, path): weight 1, its links as orbit ids (a path crossing m
   // links of an orbit lists it m times, which the filler counts m times).
@@ -101,6 +101,7 @@ std::optional<SymmetricFlowResult> SolveSymmetricFlow(const topo::Topology& topo
   PodVector<int64_t> begin;
   std::vector<int64_t> bytes;
   std::vector<int64_t> latency;
+  std::vector<int64_t> starts;  // per class, ps
   std::vector<int32_t> owner;
   std::vector<topo::Topology::WeightedPath> paths;
   std::vector<int64_t> parts;
@@ -114,13 +115,14 @@ std::optional<SymmetricFlowResult> SolveSymmetricFlow(const topo::Topology& topo
                   topology.name());
     }
     if (x.src_core == x.dst_core) continue;
+    const int64_t rep_start = x.start.value_or(start).picos();
     const size_t n = topology.RouteSplitInto(x.src_core, x.dst_core, paths);
     internal::SplitBytesInto(x.bytes, paths.data(), n, parts);
     for (size_t p = 0; p < n; ++p) {
       const std::vector<int64_t>& links = paths[p].links;
       const int64_t lat = internal::PathLatencyPs(topology, links);
       if (links.empty() || parts[p] == 0) {
-        out.done[r] = std::max(out.done[r], Time::Picos(t0 + lat));
+        out.done[r] = std::max(out.done[r], Time::Picos(rep_start + lat));
         continue;
       }
       if (data.size() + links.size() + 2 > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
@@ -131,6 +133,7 @@ std::optional<SymmetricFlowResult> SolveSymmetricFlow(const topo::Topology& topo
       data.push_back(static_cast<int32_t>(links.size()));
       for (int64_t l : links) data.push_back(orbits->orbit[static_cast<size_t>(l)]);
       bytes.push_back(parts[p]);
+      starts.push_back(rep_start);
       latency.push_back(lat);
       owner.push_back(static_cast<int32_t>(r));
     }
@@ -151,12 +154,18 @@ std::optional<SymmetricFlowResult> SolveSymmetricFlow(const topo::Topology& topo
   internal::MaxMinFiller filler(static_cast<int32_t>(num_orbits));
   std::vector<double> rate(num_classes, 0.0);
   std::vector<double> remaining(bytes.begin(), bytes.end());
-  std::vector<int64_t> updated(num_classes, t0);
+  std::vector<int64_t> updated(starts);
   std::vector<int64_t> end(num_classes, 0);
-  std::vector<char> active(num_classes, 1);
+  std::vector<char> active(num_classes, 0);
   std::vector<double> used(num_orbits, 0.0);
   std::vector<double> orbit_bytes(num_orbits, 0.0);
-  size_t active_count = num_classes;
+  size_t active_count = 0;
+  // Classes not yet started, latest first (popped from the back).
+  std::vector<int32_t> pending(num_classes);
+  for (size_t c = 0; c < num_classes; ++c) pending[c] = static_cast<int32_t>(c);
+  std::stable_sort(pending.begin(), pending.end(), [&](int32_t a, int32_t b) {
+    return starts[static_cast<size_t>(a)] > starts[static_cast<size_t>(b)];
+  });
   using Entry = std::pair<int64_t, int32_t>;  // (end ps, class)
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> ends;
   PodVector<int32_t> fill_set;
@@ -194,12 +203,25 @@ std::optional<SymmetricFlowResult> SolveSymmetricFlow(const topo::Topology& topo
     refill(t, 0.0);
     schedule_ends(t);
   };
-  if (num_classes > 0) refill_all(t0);
+  // A start is an event like an end: the classes that start join, and every rate is refilled.
+  const auto start_due = [&](int64_t t) {
+    while (!pending.empty() && starts[static_cast<size_t>(pending.back())] == t) {
+      active[static_cast<size_t>(pending.back())] = 1;
+      ++active_count;
+      pending.pop_back();
+    }
+    refill_all(t);
+  };
 
-  while (active_count > 0) {
-    while (!active[static_cast<size_t>(ends.top().second)] ||
-           ends.top().first != end[static_cast<size_t>(ends.top().second)]) {
+  while (active_count > 0 || !pending.empty()) {
+    while (!ends.empty() && (!active[static_cast<size_t>(ends.top().second)] ||
+                             ends.top().first != end[static_cast<size_t>(ends.top().second)])) {
       ends.pop();
+    }
+    if (!pending.empty() &&
+        (ends.empty() || starts[static_cast<size_t>(pending.back())] <= ends.top().first)) {
+      start_due(starts[static_cast<size_t>(pending.back())]);
+      continue;
     }
     const int64_t t = ends.top().first;
     double lowest = std::numeric_limits<double>::infinity();
@@ -217,7 +239,7 @@ std::optional<SymmetricFlowResult> SolveSymmetricFlow(const topo::Topology& topo
       Time& done = out.done[static_cast<size_t>(owner[k])];
       done = std::max(done, Time::Picos(t + latency[k]));
     }
-    if (active_count == 0) break;
+    if (active_count == 0) continue;
     // Rates below the lowest ending one are unchanged (progressive filling); refill the rest.
     const double cut = lowest * (1 - kLevelTolerance);
     fill_set.clear();

@@ -32,6 +32,10 @@ struct RepresentativeTransfer {
   int64_t src_core = 0;
   int64_t dst_core = 0;
   int64_t bytes = 0;
+  // When it (and each of its translates) starts; unset: the start SolveSymmetricFlow is given.
+  // Traffic made of several waves, each invariant, is invariant at every instant, so the
+  // shortcut stays exact for collectives that overlap (sim/program/collective_executor.h).
+  std::optional<Time> start;
 };
 
 struct SymmetricFlowResult {
@@ -44,7 +48,7 @@ struct SymmetricFlowResult {
 // latencies (see above). Cheap: one pass over the links.
 bool TranslationSymmetric(const topo::Topology& topology);
 
-// Times the traffic made of every translate of `reps` (each started at `start`) on the flow
+// Times the traffic made of every translate of `reps` (each started at its start, else at `start`) on the flow
 // model; std::nullopt if TranslationSymmetric(topology) is false. Throws podsim::Error on a
 // representative whose source is not on chip 0 or whose end leaves the picosecond clock's range.
 std::optional<SymmetricFlowResult> SolveSymmetricFlow(const topo::Topology& topology,

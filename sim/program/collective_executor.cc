@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "sim/collectives/symmetric_timing.h"
 
 namespace podsim::sim {
 
@@ -11,8 +12,8 @@ CollectiveExecutor::CollectiveExecutor(Engine& engine, const ProgramPlan& plan,
                                        bool memoize, DoneFn done)
     : engine_(engine), plan_(plan), topology_(topology), options_(options), memoize_(memoize),
       done_(std::move(done)), network_(engine, topology, options),
-      memo_by_id_(plan.collectives.size()), memo_link_bytes_(topology.links().size(), 0.0),
-      counters_(plan.collectives.size()) {}
+      traits_(plan.collectives.size()), memo_by_id_(plan.collectives.size()),
+      memo_link_bytes_(topology.links().size(), 0.0), counters_(plan.collectives.size()) {}
 
 void CollectiveExecutor::Arrive(int32_t id, int64_t occurrence, int64_t device) {
   const CollectivePlan& c = plan_.collectives[static_cast<size_t>(id)];
@@ -56,18 +57,21 @@ void CollectiveExecutor::Flush() {
   ready.swap(ready_);
   if (ready.empty()) return;
   const Time now = engine_.now();
-  if (reservation_ && reservation_->end <= now) reservation_.reset();
+  std::erase_if(reservations_, [&](const Reservation& r) { return r.end <= now; });
   // The fast path: every group of one instance, nothing else on the network.
   const Key first = ready.front().first;
   bool one_instance = true;
   for (const auto& [key, group] : ready) one_instance = one_instance && key == first;
   const CollectivePlan& c = plan_.collectives[static_cast<size_t>(first.first)];
-  if (memoize_ && one_instance && ready.size() == c.groups.size() && network_.idle() &&
-      !reservation_) {
-    RunFast(first, now);
-    return;
+  if (memoize_ && one_instance && ready.size() == c.groups.size() && network_.idle()) {
+    if (reservations_.empty() || JoinsAsLatencyBound(first.first)) {
+      if (!reservations_.empty()) ++counters_[static_cast<size_t>(first.first)].joined;
+      RunFast(first, now);
+      return;
+    }
+    if (JoinSymmetric(first, now)) return;
   }
-  if (reservation_) Materialize();
+  if (!reservations_.empty()) Materialize();
   // Instances whose groups all start now run as one schedule; others group by group.
   std::map<Key, std::vector<int32_t>> by_key;
   for (const auto& [key, group] : ready) by_key[key].push_back(group);
@@ -85,6 +89,61 @@ void CollectiveExecutor::Flush() {
   network_.CatchUp();
 }
 
+const CollectiveExecutor::Traits& CollectiveExecutor::TraitsOf(int32_t id) {
+  std::optional<Traits>& slot = traits_[static_cast<size_t>(id)];
+  if (slot) return *slot;
+  const CollectivePlan& c = plan_.collectives[static_cast<size_t>(id)];
+  const std::shared_ptr<const CollectiveMemo> memo = Memo(id);
+  Traits t;
+  double busiest = 0;  // seconds
+  const std::vector<topo::Link>& links = topology_.links();
+  for (size_t l = 0; l < memo->link_bytes.size(); ++l) {
+    busiest = std::max(busiest, memo->link_bytes[l] / links[l].bandwidth.value);
+  }
+  t.latency_bound = busiest <= kLatencyBoundShare * memo->total.seconds();
+  if (options_.network == "flow") {
+    t.symmetric = SymmetricAllToAllTransfers(c.spec, topology_, c.algorithm.algorithm);
+  }
+  slot = std::move(t);
+  return *slot;
+}
+
+bool CollectiveExecutor::JoinsAsLatencyBound(int32_t id) {
+  if (!TraitsOf(id).latency_bound) return false;
+  for (const Reservation& r : reservations_) {
+    for (const Wave& w : r.waves) {
+      if (!TraitsOf(w.key.first).latency_bound) return false;
+    }
+  }
+  return true;
+}
+
+void CollectiveExecutor::ScheduleDeliveries(Reservation& r,
+                                            const std::vector<std::vector<Time>>& done) {
+  // One event per distinct completion time; a completion the solution puts in the past (a
+  // reservation moved by a joining one) is delivered now (delivery is idempotent).
+  const Time now = engine_.now();
+  std::map<int64_t, std::vector<std::pair<size_t, int64_t>>> by_time;  // ps -> (wave, device)
+  r.end = now;
+  for (size_t w = 0; w < r.waves.size(); ++w) {
+    const CollectivePlan& c = plan_.collectives[static_cast<size_t>(r.waves[w].key.first)];
+    for (const auto& g : c.groups) {
+      for (int64_t p : g) {
+        const Time t = std::max(now, done[w][static_cast<size_t>(p)]);
+        r.end = std::max(r.end, t);
+        by_time[t.picos()].emplace_back(w, p);
+      }
+    }
+  }
+  std::vector<Key> keys;
+  for (const Wave& w : r.waves) keys.push_back(w.key);
+  for (auto& [ps, members] : by_time) {
+    r.events.push_back(engine_.Schedule(Time::Picos(ps), [this, keys, members = std::move(members)] {
+      for (const auto& [w, d] : members) Deliver(keys[w], d, engine_.now());
+    }));
+  }
+}
+
 void CollectiveExecutor::RunFast(const Key& key, Time t) {
   const std::shared_ptr<const CollectiveMemo> memo = Memo(key.first);
   Instance& inst = instances_.at(key);
@@ -93,46 +152,124 @@ void CollectiveExecutor::RunFast(const Key& key, Time t) {
   ++counters.instances;
   ++(memo->closed_form ? counters.closed_form : counters.memoized);
   Reservation r;
-  r.key = key;
-  r.start = t;
-  r.end = t + memo->total;
-  r.memo = memo;
-  // One event per distinct completion time.
-  const CollectivePlan& c = plan_.collectives[static_cast<size_t>(key.first)];
-  std::map<int64_t, std::vector<int64_t>> by_time;
-  for (const auto& g : c.groups) {
-    for (int64_t p : g) by_time[(t + memo->done[static_cast<size_t>(p)]).picos()].push_back(p);
-  }
-  for (auto& [ps, devices] : by_time) {
-    r.events.push_back(engine_.Schedule(Time::Picos(ps), [this, key, devices = std::move(devices)] {
-      for (int64_t d : devices) Deliver(key, d, engine_.now());
-    }));
-  }
+  Wave wave;
+  wave.key = key;
+  wave.start = t;
+  wave.memo = memo;
+  std::vector<std::vector<Time>> done(1, std::vector<Time>(memo->done.size()));
+  for (size_t p = 0; p < memo->done.size(); ++p) done[0][p] = t + memo->done[p];
   for (size_t l = 0; l < memo->link_bytes.size(); ++l) memo_link_bytes_[l] += memo->link_bytes[l];
+  const CollectivePlan& c = plan_.collectives[static_cast<size_t>(key.first)];
   LinkPeriod period;
   period.start = t;
-  period.end = r.end;
+  period.end = t + memo->total;
   period.bytes = SparseBytes(memo->link_bytes);
   period.label = c.instr->name;
-  r.period = memo_periods_.size();
+  wave.period = memo_periods_.size();
   memo_periods_.push_back(std::move(period));
   memo_period_dropped_.push_back(0);
-  reservation_ = std::move(r);
+  r.waves.push_back(std::move(wave));
+  ScheduleDeliveries(r, done);
+  r.end = std::max(r.end, t + memo->total);
+  reservations_.push_back(std::move(r));
+}
+
+bool CollectiveExecutor::JoinSymmetric(const Key& key, Time t) {
+  if (reservations_.size() != 1 || !TraitsOf(key.first).symmetric) return false;
+  Reservation& r = reservations_.front();
+  for (const Wave& w : r.waves) {
+    if (!TraitsOf(w.key.first).symmetric) return false;
+  }
+  // The waves' transfers together, each from its start (after the fixed overhead, as the
+  // memo's timing starts them).
+  const std::shared_ptr<const CollectiveMemo> memo = Memo(key.first);
+  std::vector<Wave> waves = r.waves;
+  waves.push_back({key, t, memo, 0});
+  std::vector<RepresentativeTransfer> reps;
+  std::vector<size_t> first_rep;
+  for (const Wave& w : waves) {
+    first_rep.push_back(reps.size());
+    for (RepresentativeTransfer x : *TraitsOf(w.key.first).symmetric) {
+      x.start = w.start + options_.fixed_overhead;
+      reps.push_back(x);
+    }
+  }
+  first_rep.push_back(reps.size());
+  std::optional<SymmetricFlowResult> flow = SolveSymmetricFlow(topology_, reps, t);
+  if (!flow) return false;
+
+  for (EventId e : r.events) engine_.Cancel(e);
+  r.events.clear();
+  Instance& inst = instances_.at(key);
+  std::fill(inst.started.begin(), inst.started.end(), 1);
+  CollectiveCounters& counters = counters_[static_cast<size_t>(key.first)];
+  ++counters.instances;
+  ++counters.joined;
+  for (size_t l = 0; l < memo->link_bytes.size(); ++l) memo_link_bytes_[l] += memo->link_bytes[l];
+
+  // Each member's completion: its core's last transfer in or out (the same on every chip), or
+  // its local block's copy.
+  const int64_t cpc = topology_.cores_per_chip();
+  const int64_t partitions = plan_.num_partitions;
+  std::vector<std::vector<Time>> done(waves.size());
+  for (size_t w = 0; w < waves.size(); ++w) {
+    const CollectiveSpec& spec = plan_.collectives[static_cast<size_t>(waves[w].key.first)].spec;
+    Time copy_end = waves[w].start + options_.fixed_overhead;
+    if (options_.local_copy_bandwidth > 0) {
+      const int64_t block = spec.elements / topology_.num_cores() * spec.element_bytes;
+      copy_end += TransferTime(Bytes{block}, BytesPerSecond{options_.local_copy_bandwidth});
+    }
+    std::vector<Time> by_core(static_cast<size_t>(cpc), copy_end);
+    for (size_t k = first_rep[w]; k < first_rep[w + 1]; ++k) {
+      for (int64_t core : {reps[k].src_core, reps[k].dst_core % cpc}) {
+        Time& d = by_core[static_cast<size_t>(core)];
+        d = std::max(d, flow->done[k]);
+      }
+    }
+    done[w].resize(static_cast<size_t>(partitions));
+    Time end = waves[w].start;
+    for (int64_t p = 0; p < partitions; ++p) {
+      done[w][static_cast<size_t>(p)] = by_core[static_cast<size_t>(p % cpc)];
+      end = std::max(end, done[w][static_cast<size_t>(p)]);
+    }
+    if (w + 1 < waves.size()) {
+      memo_periods_[waves[w].period].end = end;
+    } else {
+      LinkPeriod period;
+      period.start = t;
+      period.end = end;
+      period.bytes = SparseBytes(memo->link_bytes);
+      period.label = plan_.collectives[static_cast<size_t>(key.first)].instr->name;
+      waves[w].period = memo_periods_.size();
+      memo_periods_.push_back(std::move(period));
+      memo_period_dropped_.push_back(0);
+    }
+  }
+  r.waves = std::move(waves);
+  ScheduleDeliveries(r, done);
+  return true;
 }
 
 void CollectiveExecutor::Materialize() {
-  Reservation r = std::move(*reservation_);
-  reservation_.reset();
-  for (EventId e : r.events) engine_.Cancel(e);
-  for (size_t l = 0; l < r.memo->link_bytes.size(); ++l) memo_link_bytes_[l] -= r.memo->link_bytes[l];
-  memo_period_dropped_[r.period] = 1;
-  ++counters_[static_cast<size_t>(r.key.first)].replayed;
-  const Key key = r.key;
-  SharedNetwork::Callbacks cb;
-  cb.device_done = [this, key](int64_t p, Time) { Deliver(key, p, engine_.now()); };
-  cb.finished = [](Time) {};
-  network_.StartRun(Schedule(key.first, -1), r.start, std::move(cb),
-                    plan_.collectives[static_cast<size_t>(key.first)].instr->name);
+  std::vector<Wave> waves;
+  for (Reservation& r : reservations_) {
+    for (EventId e : r.events) engine_.Cancel(e);
+    for (Wave& w : r.waves) waves.push_back(std::move(w));
+  }
+  reservations_.clear();
+  std::stable_sort(waves.begin(), waves.end(),
+                   [](const Wave& a, const Wave& b) { return a.start < b.start; });
+  for (const Wave& w : waves) {
+    for (size_t l = 0; l < w.memo->link_bytes.size(); ++l) memo_link_bytes_[l] -= w.memo->link_bytes[l];
+    memo_period_dropped_[w.period] = 1;
+    ++counters_[static_cast<size_t>(w.key.first)].replayed;
+    const Key key = w.key;
+    SharedNetwork::Callbacks cb;
+    cb.device_done = [this, key](int64_t p, Time) { Deliver(key, p, engine_.now()); };
+    cb.finished = [](Time) {};
+    network_.StartRun(Schedule(key.first, -1), w.start, std::move(cb),
+                      plan_.collectives[static_cast<size_t>(key.first)].instr->name);
+  }
   network_.CatchUp();
 }
 

@@ -6,11 +6,20 @@
 // step:
 //  - fast path: when they are every group of one instance and the network is idle, the
 //    instance's memo (sim/program/collective_memo.h, computed once per distinct collective) gives each
-//    member's completion; the network is then reserved until the last one;
+//    member's completion; the network is then reserved until the last one. Instances may join
+//    reservations still running, without the shared network, in two cases:
+//      - latency-bound ones: when the new instance and every running one keep their busiest link
+//        busy for at most kLatencyBoundShare of their own duration, each keeps its memo (their
+//        links are idle more than 99% of the time: sharing them moves each completion by at most
+//        the other's busiest-link time, under 1% of either; docs/simulator.md);
+//      - symmetric all-to-alls: a direct all-to-all over every core of a translation-symmetric
+//        pod joining running ones of that kind: the waves are solved together, exactly, by the
+//        symmetric flow model (sim/network/symmetric_flow.h: traffic made of invariant waves is
+//        invariant), and every member's completion is moved to that solution;
 //  - otherwise each group's schedule runs on the shared network model (sim/program/shared_network.h),
-//    sharing links with whatever else is in flight. If a reservation is still running, its
-//    instance is first replayed on the shared network from its start (exact: the network was
-//    idle meanwhile), so the contention from then on is modelled.
+//    sharing links with whatever else is in flight. Reservations still running are first
+//    replayed on the shared network from their starts (exact: the network was idle meanwhile
+//    but for them), so the contention from then on is modelled.
 // A partition outside every group is done as soon as it arrives.
 
 #include <cstdint>
@@ -23,6 +32,7 @@
 #include <vector>
 
 #include "sim/engine/engine.h"
+#include "sim/network/symmetric_flow.h"
 #include "sim/program/collective_memo.h"
 #include "sim/program/program_plan.h"
 #include "sim/program/shared_network.h"
@@ -35,7 +45,12 @@ struct CollectiveCounters {
   int64_t closed_form = 0;   // ... that ran on the fast path with a closed-form memo
   int64_t live_groups = 0;   // groups run on the shared network
   int64_t replayed = 0;      // fast-path instances replayed on the shared network
+  int64_t joined = 0;        // fast-path instances that joined running ones (see above)
 };
+
+// The largest share of its duration an instance may keep its busiest link busy and still count
+// as latency-bound (see above).
+inline constexpr double kLatencyBoundShare = 0.01;
 
 class CollectiveExecutor {
  public:
@@ -68,19 +83,34 @@ class CollectiveExecutor {
     std::vector<uint8_t> delivered;  // per partition
     int64_t waiting = 0;             // members not yet delivered
   };
-  struct Reservation {
+  struct Wave {
     Key key;
     Time start;
-    Time end;
     std::shared_ptr<const CollectiveMemo> memo;
-    std::vector<EventId> events;
     size_t period = 0;  // index into memo_periods_
+  };
+  // Instances timed without the shared network: one, or symmetric all-to-alls solved together.
+  struct Reservation {
+    std::vector<Wave> waves;
+    Time end;
+    std::vector<EventId> events;
+  };
+  // What the fast path needs to know of a collective beyond its memo.
+  struct Traits {
+    bool latency_bound = false;
+    std::optional<std::vector<RepresentativeTransfer>> symmetric;  // chip 0's transfers
   };
 
   void ScheduleFlush();
   void Flush();
   void RunFast(const Key& key, Time t);
+  // Whether `id` may run on its memo beside the running reservations (latency-bound).
+  bool JoinsAsLatencyBound(int32_t id);
+  // Joins `key` to the one running reservation if all are symmetric all-to-alls; false if not.
+  bool JoinSymmetric(const Key& key, Time t);
+  void ScheduleDeliveries(Reservation& r, const std::vector<std::vector<Time>>& done);
   void Materialize();
+  const Traits& TraitsOf(int32_t id);
   void StartLive(const Key& key, int32_t group, Time t);
   void Deliver(const Key& key, int64_t device, Time t);
   std::shared_ptr<const CollectiveMemo> Memo(int32_t id);
@@ -96,7 +126,8 @@ class CollectiveExecutor {
   std::map<Key, Instance> instances_;
   std::vector<std::pair<Key, int32_t>> ready_;  // groups ready at the current time
   bool flush_pending_ = false;
-  std::optional<Reservation> reservation_;
+  std::vector<Reservation> reservations_;
+  std::vector<std::optional<Traits>> traits_;  // per collective, once computed
   std::vector<std::shared_ptr<const CollectiveMemo>> memo_by_id_;
   std::map<std::string, std::shared_ptr<const CollectiveMemo>> memo_by_signature_;
   std::map<Key, std::shared_ptr<const ScheduleData>> schedules_;  // (collective, group or -1)

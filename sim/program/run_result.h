@@ -56,6 +56,7 @@ struct CollectiveResult {
   int64_t closed_form = 0;     // instances timed from the closed form
   int64_t live_groups = 0;     // groups run on the shared network
   int64_t replayed = 0;        // memoized instances replayed under contention
+  int64_t joined = 0;          // instances timed beside running ones without the shared network
 };
 
 struct LinkResult {

@@ -183,6 +183,7 @@ void Report(const ProgramPlan& plan, const topo::Topology& topology, const SimOp
     out.closed_form = counters[k].closed_form;
     out.live_groups = counters[k].live_groups;
     out.replayed = counters[k].replayed;
+    out.joined = counters[k].joined;
     CategoryResult& cat = r.categories[static_cast<size_t>(c.category)];
     cat.roofline += c.roofline * out.executions;
     cat.collectives += out.executions;

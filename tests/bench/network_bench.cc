@@ -91,7 +91,7 @@ void BM_SymmetricAllToAll(benchmark::State& state) {
   std::vector<RepresentativeTransfer> reps;
   for (int64_t s = 0; s < torus->cores_per_chip(); ++s) {
     for (int64_t d = 0; d < n; ++d) {
-      if (s != d) reps.push_back({s, d, (int64_t{8} << 20) / n});
+      if (s != d) reps.push_back({s, d, (int64_t{8} << 20) / n, std::nullopt});
     }
   }
   Time t;

@@ -239,8 +239,11 @@ TEST_CASE("a loop with a collective: trip_count x (permute + op)") {
 }
 
 // Two all-to-alls of 1 MiB per partition; the second is issued 1.08192 us after the first
-// (a neg in between), while the first is still running: the first, started on the fast path,
-// is replayed on the shared network and both share links from then on.
+// (a neg in between), while the first is still running. On a line of 4 chips (not translation
+// symmetric) the first, started on the fast path, is replayed on the shared network and both
+// share links from then on; on the ring of 4 the second joins the first and the symmetric flow
+// model solves both together. Either way the devices finish exactly when the full simulation
+// (no memo: every instance on the shared network) says.
 TEST_CASE("memoized and fully simulated collectives agree, also under contention") {
   ir::Module m("contention");
   Builder b(m.AddComputation("main", true));
@@ -252,19 +255,58 @@ TEST_CASE("memoized and fully simulated collectives agree, also under contention
   SimOptions memo = HandOptions();
   SimOptions live = HandOptions();
   live.memoize_collectives = false;
+  topo::TopologyConfig lc;
+  lc.kind = "mesh";
+  lc.dims = {4};
+  lc.link_bandwidth = 1e11;
+  lc.hop_latency_us = 1.0;
+  const std::unique_ptr<topo::Topology> line = topo::MakeTopology(lc);
+  const std::unique_ptr<topo::Topology> ring4 = Ring4();
+  for (const topo::Topology* t : {line.get(), ring4.get()}) {
+    CAPTURE(t->name());
+    const bool ring = t != line.get();
+    const RunResult a = Simulate(m, *t, memo);
+    const RunResult c = Simulate(m, *t, live);
+    CHECK(a.step_time == c.step_time);
+    for (size_t d = 0; d < a.devices.size(); ++d) CHECK(a.devices[d].finish == c.devices[d].finish);
+    CHECK(a.collectives.at(0).replayed == (ring ? 0 : 1));
+    CHECK(a.collectives.at(1).joined == (ring ? 1 : 0));
+    CHECK(a.collectives.at(1).live_groups == (ring ? 0 : 1));
+    CHECK(c.collectives.at(0).replayed == 0);
+    CHECK(c.collectives.at(0).live_groups == 1);
+    CHECK(a.links.total_bytes == doctest::Approx(c.links.total_bytes));
+    // Sharing links cannot make the pair faster than the first alone.
+    ir::Module alone("alone");
+    Builder ba(alone.AddComputation("main", true));
+    ba.AllToAll(ba.Parameter(0, Shape(DType::kF32, {262144}), "x"), 0, 0, {}, 4);
+    CHECK(Simulate(alone, *t, memo).step_time < a.step_time);
+  }
+}
+
+// Two 4-byte all-reduces over the ring, the second issued while the first runs: both are
+// latency-bound (a few bytes per link at 1e11 B/s: picoseconds of a collective of microseconds
+// of hop latency), so the second runs on its memo beside the first instead of both being replayed
+// on the shared network. Sharing links can move a completion by at most the other's
+// busiest-link time: the devices finish within 1 ns of the full simulation.
+TEST_CASE("latency-bound collectives overlap on their memos") {
+  ir::Module m("latency");
+  Builder b(m.AddComputation("main", true));
+  auto* x = b.Parameter(0, Shape(DType::kF32, {1}), "x");
+  auto* first = b.AllReduce(x, ir::ReduceKind::kAdd);
+  auto* second = b.AllReduce(b.Neg(x), ir::ReduceKind::kAdd);
+  b.Tuple({first, second});
+  SimOptions memo = HandOptions();
+  SimOptions live = HandOptions();
+  live.memoize_collectives = false;
   const RunResult a = Simulate(m, *Ring4(), memo);
   const RunResult c = Simulate(m, *Ring4(), live);
-  CHECK(a.step_time == c.step_time);
-  for (size_t d = 0; d < a.devices.size(); ++d) CHECK(a.devices[d].finish == c.devices[d].finish);
-  CHECK(a.collectives.at(0).replayed == 1);
-  CHECK(c.collectives.at(0).replayed == 0);
-  CHECK(c.collectives.at(0).live_groups == 1);
-  CHECK(a.links.total_bytes == doctest::Approx(c.links.total_bytes));
-  // Sharing links cannot make the pair faster than the first alone.
-  ir::Module alone("alone");
-  Builder ba(alone.AddComputation("main", true));
-  ba.AllToAll(ba.Parameter(0, Shape(DType::kF32, {262144}), "x"), 0, 0, {}, 4);
-  CHECK(Simulate(alone, *Ring4(), memo).step_time <= a.step_time);
+  CHECK(a.collectives.at(1).joined == 1);
+  CHECK(a.collectives.at(0).replayed == 0);
+  CHECK(a.collectives.at(1).live_groups == 0);
+  CHECK(c.collectives.at(1).live_groups == 1);
+  for (size_t d = 0; d < a.devices.size(); ++d) {
+    CHECK(std::llabs(a.devices[d].finish.picos() - c.devices[d].finish.picos()) <= 1000);
+  }
 }
 
 TEST_CASE("time per category comes from the top-level name scope") {
