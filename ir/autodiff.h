@@ -39,8 +39,10 @@ namespace podsim::ir {
 //                     loop recomputes only the rest (elementwise ops, softmax, reshapes), as
 //                     JAX's checkpoint_dots policy ("selective")
 //   kAll              every value of the body that depends on the carried values and that a
-//                     gradient rule reads; the backward loop recomputes nothing of the
-//                     activations ("none")
+//                     gradient rule reads (exp its output, a product the other factor, a sum
+//                     nothing: docs/training.md), a broadcast, reshape or widening convert
+//                     saved as the value it views; the backward loop recomputes only those
+//                     views ("none")
 // Values that depend only on the iteration counter and passed-through values (a layer's slice
 // of stacked weights) are never saved: saving them would copy the weights once per iteration.
 enum class LoopRemat { kIterationInputs, kDots, kAll };

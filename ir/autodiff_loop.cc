@@ -50,6 +50,71 @@ Instruction* ReadStack(Builder& b, Instruction* stack, const std::vector<Instruc
   return v;
 }
 
+// The values the gradient rule of `i` (ir/autodiff_rules.cc) reads: which operands and whether
+// its own value, given which operands carry a gradient (`active`). Ops whose rule is not listed
+// read every operand and their value (an upper bound).
+void RuleReads(const Instruction& i, const std::unordered_set<const Instruction*>& active,
+               std::unordered_set<const Instruction*>& read) {
+  const auto on = [&](size_t k) { return k < i.operands.size() && active.count(i.operand(k)) > 0; };
+  const auto x = [&](size_t k) { read.insert(i.operand(k)); };
+  const auto y = [&] { read.insert(&i); };
+  switch (i.opcode) {
+    // Linear in their operands, or shape-only: the adjoint alone.
+    case Opcode::kNegate: case Opcode::kConvert: case Opcode::kAdd: case Opcode::kSubtract:
+    case Opcode::kBroadcast: case Opcode::kReshape: case Opcode::kTranspose: case Opcode::kSlice:
+    case Opcode::kPad: case Opcode::kConcatenate: case Opcode::kReverse: case Opcode::kCumsum:
+    case Opcode::kTuple: case Opcode::kGetTupleElement: case Opcode::kFloor: case Opcode::kCeil:
+      return;
+    case Opcode::kExp: case Opcode::kSqrt: case Opcode::kRsqrt: case Opcode::kTanh:
+      y();
+      return;
+    case Opcode::kLog: case Opcode::kAbs:
+      x(0);
+      return;
+    case Opcode::kMultiply:
+      if (on(0)) x(1);
+      if (on(1)) x(0);
+      return;
+    case Opcode::kDivide:
+      x(1);
+      if (on(1)) y();
+      return;
+    case Opcode::kMaximum: case Opcode::kMinimum:
+      x(0);
+      x(1);
+      return;
+    case Opcode::kSelect:
+      x(0);
+      return;
+    case Opcode::kDynamicSlice: case Opcode::kDynamicUpdateSlice: case Opcode::kGather:
+      for (size_t k = i.opcode == Opcode::kDynamicUpdateSlice ? 2 : 1; k < i.operands.size(); ++k) x(k);
+      return;
+    case Opcode::kDot: case Opcode::kConvolution:
+      if (on(0)) x(1);
+      if (on(1)) x(0);
+      return;
+    case Opcode::kReduce: case Opcode::kReduceWindow:
+      if (i.reduce_kind == ReduceKind::kAdd) return;
+      x(0);
+      y();
+      return;
+    default:
+      y();
+      for (size_t k = 0; k < i.operands.size(); ++k) x(k);
+      return;
+  }
+}
+
+// Whether the backward pass recomputes `v` from its operand for free rather than reading it from
+// a stack: a broadcast or a reshape (no arithmetic, never a kernel of its own in XLA: fused into
+// its readers), or a convert that widens (the narrow operand is the smaller thing to keep).
+bool ViewOfOperand(const Instruction& v) {
+  if (v.operands.size() != 1 || v.shape.is_tuple || v.operand(0)->shape.is_tuple) return false;
+  if (v.opcode == Opcode::kBroadcast || v.opcode == Opcode::kReshape) return true;
+  return v.opcode == Opcode::kConvert &&
+         ByteWidth(v.operand(0)->shape.dtype) <= ByteWidth(v.shape.dtype);
+}
+
 }  // namespace
 
 void Differentiator::EmitSavingLoop(const Instruction& loop, Builder& b, Frame& f) {
@@ -92,10 +157,16 @@ void Differentiator::EmitSavingLoop(const Instruction& loop, Builder& b, Frame& 
       if (v) varying.insert(i);
       if (a && CarriesGradient(i->shape)) {
         active.insert(i);
-        read.insert(i);
-        read.insert(i->operands.begin(), i->operands.end());
+        RuleReads(*i, active, read);
       }
     }
+    // A view of a value is kept as the value it views (recomputed in the backward pass).
+    std::unordered_set<const Instruction*> kept;
+    for (const Instruction* r : read) {
+      while (ViewOfOperand(*r) && varying.count(r->operand(0))) r = r->operand(0);
+      kept.insert(r);
+    }
+    read.swap(kept);
     for (const auto& owned : body.instructions()) {
       const Instruction* i = owned.get();
       if (i->opcode == Opcode::kParameter || i->shape.is_tuple || !needed.count(i) ||

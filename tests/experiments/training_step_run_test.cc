@@ -112,11 +112,16 @@ TEST_CASE("training_step: rematerialisation is chosen by fit, as the paper's com
   CHECK(layer["memory_saved_bytes"] == none_peak - layer_peak);
   REQUIRE(layer["remat_candidates"].size() == 2);
   CHECK(layer["remat_candidates"][0]["remat"] == "none");
-  // Recomputing each layer's forward takes time; saving every value recomputes nothing.
+  // Recomputing each layer's forward takes time; saving every value a gradient rule reads
+  // recomputes only views of saved values (broadcasts, reshapes, widening converts), which fuse
+  // into their readers: no time.
   CHECK(layer["recompute_fraction"].get<double>() > 0);
   CHECK(layer["categories"].contains("recompute"));
+  CHECK(layer["categories"]["recompute"]["modelled_us"].get<double>() > 0);
   CHECK(none["recompute_fraction"].get<double>() == 0);
-  CHECK_FALSE(none["categories"].contains("recompute"));
+  if (none["categories"].contains("recompute")) {
+    CHECK(none["categories"]["recompute"]["modelled_us"].get<double>() == 0);
+  }
 
   SUBCASE("room for everything: no recomputation, one candidate measured") {
     const nlohmann::json p = RunConfig(RematConfig("auto", 0), "podsim_ts_auto")["points"][0];

@@ -386,8 +386,10 @@ TEST_CASE("a counted loop is differentiated once and matches finite differences"
   //   per-layer (kIterationInputs): stacks h; the backward body recomputes the dot: 2 dots for
   //     the adjoints of its operands + 1 = 3
   //   selective (kDots): stacks h and the dot's output; no dot recomputed: 2
-  //   none (kAll): stacks h and every value an active op reads or produces (dot, add, tanh,
-  //     multiply): 5 stacks; no dot recomputed: 2
+  //   none (kAll): stacks h and every value a gradient rule reads: tanh's value (its rule reads
+  //     y); the dot's rule reads h and w (an iteration input and a passed-through value), the
+  //     multiply's reads scale (the counter's alone), add's nothing: 2 stacks; the dot's output
+  //     is read by no rule, so it is not recomputed either: 2 dots
   const std::vector<Literal> args = RandomArguments(*m, 1);
   const Literal reference = Interpret(*grad, args);
   auto count = [](const Module& g, const std::string& comp, Opcode op) {
@@ -410,10 +412,51 @@ TEST_CASE("a counted loop is differentiated once and matches finite differences"
       CHECK(got.elements[1].values[k] == doctest::Approx(reference.elements[1].values[k]).epsilon(1e-6));
     }
     CHECK(count(*g, "body.grad", Opcode::kDot) == 2);
-    CHECK(count(*g, "body.save", Opcode::kDynamicUpdateSlice) == (remat == LoopRemat::kDots ? 2 : 5));
+    CHECK(count(*g, "body.save", Opcode::kDynamicUpdateSlice) == 2);
   }
   CHECK(ParseLoopRemat("selective") == LoopRemat::kDots);
   CHECK_THROWS_WITH_AS(ParseLoopRemat("some"), doctest::Contains("not one of none, selective, per-layer"), Error);
+}
+
+TEST_CASE("without remat a loop saves what the rules read, and a view as the value it views") {
+  // h_{t+1} = exp(h_t) * broadcast(sum_j h_t[:, j]) over [2, 3], 3 iterations. The rules read:
+  // exp its output e; the product the other factor of each operand (both carry gradients):
+  // e, and the broadcast, which is a view of the sum s (saved as s, f32[2]); the sum and the
+  // broadcast nothing. So `none` stacks h, e and s: 3 stacks, of f32[3,2,3] twice and f32[3,2]
+  // once. Saving every operand and output of each differentiable op would stack h, e, s, the
+  // broadcast and the product: 5.
+  auto m = std::make_unique<Module>("views");
+  Computation* body = m->AddComputation("body");
+  {
+    Builder b(body);
+    b.Parameter(0, Shape(DType::kS32, {}), "it");
+    Instruction* h = b.Parameter(1, Shape(DType::kF32, {2, 3}), "h");
+    Instruction* sum = b.Broadcast(b.Reduce(h, {1}, ReduceKind::kAdd), {2, 3}, {0});
+    body->set_root(b.Tuple({b.Mul(b.Exp(h), sum)}));
+  }
+  Builder b(m->AddComputation("main", /*is_entry=*/true));
+  Instruction* h0 = b.Parameter(0, Shape(DType::kF32, {2, 3}), "h0");
+  Instruction* loop = b.Loop({h0}, body, 3);
+  m->entry()->set_root(Weighted(b, b.GetTupleElement(loop, 0)));
+  const std::vector<Literal> args = RandomArguments(*m, 1);
+  const Literal reference = Interpret(*Differentiate(*m, {h0->name}), args);
+  const std::unique_ptr<Module> g = Differentiate(*m, {h0->name}, "", LoopRemat::kAll);
+  Verify(*g);
+  std::vector<std::vector<int64_t>> stacks;
+  for (const auto& c : g->computations()) {
+    if (c->name() != "body.save") continue;
+    for (const auto& i : c->instructions()) {
+      if (i->opcode == Opcode::kDynamicUpdateSlice) stacks.push_back(i->shape.dims);
+    }
+  }
+  std::sort(stacks.begin(), stacks.end());
+  CHECK(stacks == std::vector<std::vector<int64_t>>{{3, 2}, {3, 2, 3}, {3, 2, 3}});
+  // The same gradient as recomputing the whole iteration (per-layer).
+  const Literal got = Interpret(*g, args);
+  REQUIRE(got.elements.size() == 2);
+  for (size_t k = 0; k < got.elements[1].values.size(); ++k) {
+    CHECK(got.elements[1].values[k] == doctest::Approx(reference.elements[1].values[k]).epsilon(1e-6));
+  }
 }
 
 TEST_CASE("nested loops match finite differences") {
