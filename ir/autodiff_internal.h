@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -159,6 +160,41 @@ inline std::vector<int64_t> Iota(int64_t begin, int64_t end) {
   std::vector<int64_t> v(static_cast<size_t>(std::max<int64_t>(0, end - begin)));
   std::iota(v.begin(), v.end(), begin);
   return v;
+}
+
+// A softmax written as primitives (models' AddSoftmaxLastDim, jax.nn.softmax lowered):
+//   p = e / broadcast(reduce-add(e, {d})),  e = exp(x - broadcast(reduce-max(x, {d})))
+// with both reductions over the one dim d and both broadcasts back over the other dims.
+struct SoftmaxMatch {
+  const Instruction* x = nullptr;  // the logits
+  int64_t dim = 0;
+  // The instructions between x and p (exp, subtract, the reductions and their broadcasts).
+  std::vector<const Instruction*> interior;
+};
+// The softmax whose output is `divide`, if it is one.
+inline std::optional<SoftmaxMatch> MatchSoftmax(const Instruction& divide) {
+  auto reduced_back = [](const Instruction* bcast, Opcode reduce, ReduceKind kind) -> const Instruction* {
+    if (bcast->opcode != Opcode::kBroadcast) return nullptr;
+    const Instruction* r = bcast->operand(0);
+    if (r->opcode != reduce || r->reduce_kind != kind || r->dimensions.size() != 1) return nullptr;
+    const int64_t d = r->dimensions[0];
+    std::vector<int64_t> keep;
+    for (int64_t k = 0; k < bcast->shape.rank(); ++k) {
+      if (k != d) keep.push_back(k);
+    }
+    if (bcast->dimensions != keep || bcast->shape.dims != r->operand(0)->shape.dims) return nullptr;
+    return r;
+  };
+  if (divide.opcode != Opcode::kDivide) return std::nullopt;
+  const Instruction* e = divide.operand(0);
+  const Instruction* sum = reduced_back(divide.operand(1), Opcode::kReduce, ReduceKind::kAdd);
+  if (sum == nullptr || sum->operand(0) != e || e->opcode != Opcode::kExp) return std::nullopt;
+  const Instruction* shifted = e->operand(0);
+  if (shifted->opcode != Opcode::kSubtract) return std::nullopt;
+  const Instruction* x = shifted->operand(0);
+  const Instruction* max = reduced_back(shifted->operand(1), Opcode::kReduce, ReduceKind::kMax);
+  if (max == nullptr || max->operand(0) != x || max->dimensions != sum->dimensions) return std::nullopt;
+  return SoftmaxMatch{x, sum->dimensions[0], {e, divide.operand(1), sum, shifted, shifted->operand(1), max}};
 }
 
 // Adds the vector-Jacobian product of `i` for its `adjoint` to the adjoints of its operands in

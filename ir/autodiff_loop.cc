@@ -3,6 +3,7 @@
 // runs the iterations in reverse, recomputing each from its saved values.
 
 #include <cstdint>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -146,6 +147,25 @@ void Differentiator::EmitSavingLoop(const Instruction& loop, Builder& b, Frame& 
       if (CarriesGradient(p->shape)) active.insert(p);
     }
     std::unordered_set<const Instruction*> read;  // what the gradient rules may read
+    // A softmax's rule reads its output alone; its interior, read by nothing else, is never
+    // differentiated and reads nothing.
+    std::unordered_map<const Instruction*, int64_t> users;
+    for (const auto& owned : body.instructions()) {
+      for (const Instruction* o : owned->operands) ++users[o];
+    }
+    std::unordered_set<const Instruction*> softmax_out, softmax_interior;
+    for (const auto& owned : body.instructions()) {
+      const std::optional<SoftmaxMatch> m = MatchSoftmax(*owned);
+      if (!m) continue;
+      // e has two readers (the sum and p), x - max one (e), every other interior value one.
+      bool alone = true;
+      for (const Instruction* v : m->interior) {
+        alone = alone && users[v] == (v == m->interior[0] ? 2 : 1);
+      }
+      if (!alone) continue;
+      softmax_out.insert(owned.get());
+      softmax_interior.insert(m->interior.begin(), m->interior.end());
+    }
     for (const auto& owned : body.instructions()) {
       const Instruction* i = owned.get();
       if (i->opcode == Opcode::kParameter) continue;
@@ -157,7 +177,11 @@ void Differentiator::EmitSavingLoop(const Instruction& loop, Builder& b, Frame& 
       if (v) varying.insert(i);
       if (a && CarriesGradient(i->shape)) {
         active.insert(i);
-        RuleReads(*i, active, read);
+        if (softmax_out.count(i)) {
+          read.insert(i);
+        } else if (!softmax_interior.count(i)) {
+          RuleReads(*i, active, read);
+        }
       }
     }
     // A view of a value is kept as the value it views (recomputed in the backward pass).

@@ -65,6 +65,27 @@ class Vjp : public ConstVisitor<void> {
     Acc(i, 1, [&] { return b_.Mul(g_, X(i, 0)); });
   }
   void HandleDivide(const Instruction& i) override {
+    if (const std::optional<SoftmaxMatch> softmax = MatchSoftmax(i)) {
+      // The softmax as one op, as TensorFlow's Softmax gradient and jax.nn.softmax's rule take
+      // it: dx = p * (g - sum_d(g * p)), reading the output alone. The max only shifts the
+      // logits (the softmax does not change with it), so no gradient flows through it; the
+      // interior gets no adjoint from here (only from other readers it may have).
+      const Instruction* x = softmax->x;
+      if (f_.active.count(x) && !x->shape.is_tuple) {
+        Instruction* p = Y(i);
+        const std::vector<int64_t>& dims = i.shape.dims;
+        std::vector<int64_t> keep;
+        for (int64_t k = 0; k < i.shape.rank(); ++k) {
+          if (k != softmax->dim) keep.push_back(k);
+        }
+        Instruction* dot = b_.Broadcast(b_.Reduce(b_.Mul(g_, p), {softmax->dim}, ReduceKind::kAdd),
+                                        dims, keep);
+        Instruction* v = b_.Mul(p, b_.Sub(g_, dot));
+        Instruction*& a = f_.adjoint[x].array;
+        a = a == nullptr ? v : b_.Add(a, v);
+      }
+      return;
+    }
     Acc(i, 0, [&] { return b_.Div(g_, X(i, 1)); });
     Acc(i, 1, [&] { return b_.Neg(b_.Div(b_.Mul(g_, Y(i)), X(i, 1))); });
   }

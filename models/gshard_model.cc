@@ -161,16 +161,16 @@ Instruction* LayerNorm(Builder& b, Instruction* x, Instruction* scale, Instructi
   for (int64_t d = 0; d < last; ++d) lead[d] = d;
   const double width = static_cast<double>(dims.back());
   Instruction* xf = x->shape.dtype == DType::kF32 ? x : b.Convert(x, DType::kF32);
+  // Per-token statistics stay [lead dims] and are broadcast where they are applied, as a
+  // LayerNorm kernel computes them: one rsqrt per token, not per element.
   auto mean = [&](Instruction* t) {
     Instruction* sum = b.Reduce(t, {last}, ReduceKind::kAdd);
-    return b.Broadcast(b.Div(sum, b.BroadcastScalar(b.ConstantScalar(DType::kF32, width),
-                                                    sum->shape.dims)),
-                       dims, lead);
+    return b.Div(sum, b.BroadcastScalar(b.ConstantScalar(DType::kF32, width), sum->shape.dims));
   };
-  Instruction* centered = b.Sub(xf, mean(xf));
+  Instruction* centered = b.Sub(xf, b.Broadcast(mean(xf), dims, lead));
   Instruction* var = mean(b.Mul(centered, centered));
-  Instruction* eps = b.BroadcastScalar(b.ConstantScalar(DType::kF32, 1e-6), dims);
-  Instruction* normed = b.Mul(centered, b.Rsqrt(b.Add(var, eps)));
+  Instruction* eps = b.BroadcastScalar(b.ConstantScalar(DType::kF32, 1e-6), var->shape.dims);
+  Instruction* normed = b.Mul(centered, b.Broadcast(b.Rsqrt(b.Add(var, eps)), dims, lead));
   auto row = [&](Instruction* v) {
     if (v->shape.dtype != DType::kF32) v = b.Convert(v, DType::kF32);
     return b.Broadcast(v, dims, {last});

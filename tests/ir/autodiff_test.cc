@@ -120,6 +120,48 @@ TEST_CASE("elementwise rules match finite differences") {
   CheckGradients(*m, {0, 1});
 }
 
+// softmax over dim d written as primitives (models' AddSoftmaxLastDim).
+Instruction* Softmax(Builder& b, Instruction* x, int64_t d, Instruction** exp_out = nullptr) {
+  const std::vector<int64_t> dims = x->shape.dims;
+  std::vector<int64_t> keep;
+  for (int64_t k = 0; k < x->shape.rank(); ++k) {
+    if (k != d) keep.push_back(k);
+  }
+  Instruction* max = b.Broadcast(b.Reduce(x, {d}, ReduceKind::kMax), dims, keep);
+  Instruction* e = b.Exp(b.Sub(x, max));
+  if (exp_out != nullptr) *exp_out = e;
+  return b.Div(e, b.Broadcast(b.Reduce(e, {d}, ReduceKind::kAdd), dims, keep));
+}
+
+TEST_CASE("a softmax is differentiated as one op, reading its output alone") {
+  auto compares = [](const Module& g) {
+    int n = 0;
+    for (const auto& c : g.computations()) {
+      for (const auto& i : c->instructions()) n += i->opcode == Opcode::kCompare ? 1 : 0;
+    }
+    return n;
+  };
+  // Over the last dim and over a middle one: dx = p * (g - sum_d(g * p)), and nothing flows
+  // through the max, so the gradient program has none of the max rule's tie compares.
+  for (int64_t d : {2, 1}) {
+    CAPTURE(d);
+    auto m = Program({{2, 3, 4}}, [&](Builder& b, std::vector<Instruction*>& p) {
+      return Weighted(b, Softmax(b, b.Mul(p[0], Full(b, {2, 3, 4}, 3.0)), d));
+    });
+    CheckGradients(*m, {0});
+    CHECK(compares(*Differentiate(*m, {"p0"})) == 0);
+  }
+  // The exponentials also read elsewhere: that reader's gradient still flows through exp, the
+  // shift and the max (whose rule compares), and the whole matches finite differences.
+  auto m = Program({{2, 3, 4}}, [&](Builder& b, std::vector<Instruction*>& p) {
+    Instruction* e = nullptr;
+    Instruction* s = Softmax(b, b.Mul(p[0], Full(b, {2, 3, 4}, 3.0)), 2, &e);
+    return b.Add(Weighted(b, s), Weighted(b, b.Mul(e, Full(b, {2, 3, 4}, 0.1))));
+  });
+  CheckGradients(*m, {0});
+  CHECK(compares(*Differentiate(*m, {"p0"})) > 0);
+}
+
 TEST_CASE("data movement rules match finite differences") {
   auto m = Program({{2, 3, 4}, {3}}, [&](Builder& b, std::vector<Instruction*>& p) {
     Instruction* x = p[0];
@@ -454,6 +496,38 @@ TEST_CASE("without remat a loop saves what the rules read, and a view as the val
   // The same gradient as recomputing the whole iteration (per-layer).
   const Literal got = Interpret(*g, args);
   REQUIRE(got.elements.size() == 2);
+  for (size_t k = 0; k < got.elements[1].values.size(); ++k) {
+    CHECK(got.elements[1].values[k] == doctest::Approx(reference.elements[1].values[k]).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("without remat a loop saves a softmax's output alone") {
+  // h_{t+1} = softmax(3 h_t) over [2, 4]: the softmax's rule reads p; the scaling's reads the
+  // constant 3. So `none` stacks h and p (2 stacks); saving each primitive's reads would add the
+  // logits (for the max), the max and the exponentials.
+  auto m = std::make_unique<Module>("softmax_loop");
+  Computation* body = m->AddComputation("body");
+  {
+    Builder b(body);
+    b.Parameter(0, Shape(DType::kS32, {}), "it");
+    Instruction* h = b.Parameter(1, Shape(DType::kF32, {2, 4}), "h");
+    body->set_root(b.Tuple({Softmax(b, b.Mul(h, Full(b, {2, 4}, 3.0)), 1)}));
+  }
+  Builder b(m->AddComputation("main", /*is_entry=*/true));
+  Instruction* h0 = b.Parameter(0, Shape(DType::kF32, {2, 4}), "h0");
+  m->entry()->set_root(Weighted(b, b.GetTupleElement(b.Loop({h0}, body, 3), 0)));
+  CheckGradients(*m, {0});
+  const std::unique_ptr<Module> g = Differentiate(*m, {h0->name}, "", LoopRemat::kAll);
+  int stacks = 0;
+  for (const auto& c : g->computations()) {
+    for (const auto& i : c->instructions()) {
+      stacks += c->name() == "body.save" && i->opcode == Opcode::kDynamicUpdateSlice ? 1 : 0;
+    }
+  }
+  CHECK(stacks == 2);
+  const std::vector<Literal> args = RandomArguments(*m, 1);
+  const Literal reference = Interpret(*Differentiate(*m, {h0->name}), args);
+  const Literal got = Interpret(*g, args);
   for (size_t k = 0; k < got.elements[1].values.size(); ++k) {
     CHECK(got.elements[1].values[k] == doctest::Approx(reference.elements[1].values[k]).epsilon(1e-6));
   }
