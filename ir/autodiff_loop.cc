@@ -53,7 +53,8 @@ Instruction* ReadStack(Builder& b, Instruction* stack, const std::vector<Instruc
 
 // The values the gradient rule of `i` (ir/autodiff_rules.cc) reads: which operands and whether
 // its own value, given which operands carry a gradient (`active`). Ops whose rule is not listed
-// read every operand and their value (an upper bound).
+// read every operand and their value (an upper bound). Only cost depends on this list: a value a
+// rule reads that is not saved is recomputed by the backward loop, never wrong.
 void RuleReads(const Instruction& i, const std::unordered_set<const Instruction*>& active,
                std::unordered_set<const Instruction*>& read) {
   const auto on = [&](size_t k) { return k < i.operands.size() && active.count(i.operand(k)) > 0; };
