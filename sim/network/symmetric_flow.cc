@@ -204,6 +204,8 @@ std::optional<SymmetricFlowResult> SolveSymmetricFlow(const topo::Topology& topo
     schedule_ends(t);
   };
   // A start is an event like an end: the classes that start join, and every rate is refilled.
+  // Classes ending at the start's time leave first (as in the flow model and the schedule
+  // executor: ends, then starts).
   const auto start_due = [&](int64_t t) {
     while (!pending.empty() && starts[static_cast<size_t>(pending.back())] == t) {
       active[static_cast<size_t>(pending.back())] = 1;
@@ -219,7 +221,7 @@ std::optional<SymmetricFlowResult> SolveSymmetricFlow(const topo::Topology& topo
       ends.pop();
     }
     if (!pending.empty() &&
-        (ends.empty() || starts[static_cast<size_t>(pending.back())] <= ends.top().first)) {
+        (ends.empty() || starts[static_cast<size_t>(pending.back())] < ends.top().first)) {
       start_due(starts[static_cast<size_t>(pending.back())]);
       continue;
     }

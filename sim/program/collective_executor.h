@@ -19,7 +19,9 @@
 //  - otherwise each group's schedule runs on the shared network model (sim/program/shared_network.h),
 //    sharing links with whatever else is in flight. Reservations still running are first
 //    replayed on the shared network from their starts (exact: the network was idle meanwhile
-//    but for them), so the contention from then on is modelled.
+//    but for them, and for latency-bound ones that have ended), so the contention from then on
+//    is modelled. A symmetric reservation keeps its finished waves until it ends: they shaped
+//    the running ones, so a re-solve or a replay needs them.
 // A partition outside every group is done as soon as it arrives.
 
 #include <cstdint>
@@ -45,7 +47,9 @@ struct CollectiveCounters {
   int64_t closed_form = 0;   // ... that ran on the fast path with a closed-form memo
   int64_t live_groups = 0;   // groups run on the shared network
   int64_t replayed = 0;      // fast-path instances replayed on the shared network
-  int64_t joined = 0;        // fast-path instances that joined running ones (see above)
+  // Fast-path instances that joined running ones (see above): a latency-bound one is also
+  // counted as memoized or closed_form (its memo times it), a symmetric one only here.
+  int64_t joined = 0;
 };
 
 // The largest share of its duration an instance may keep its busiest link busy and still count
