@@ -96,8 +96,10 @@ Instruction* Lowerer::LowerGather(Computation* c, const Values& v, const HloInst
            ", not a batch dim of the indices " + is.ToString());
     }
   }
-  // The indexed dims ("points": one element each) and the rest (sliced from 0).
-  std::vector<int64_t> points, rest;
+  // The indexed dims ("points") and the rest (sliced from 0). An indexed dim whose slice is
+  // wider than one element ("windowed") reads slice-size consecutive elements from its clamped
+  // start: each becomes a window dim of the index, one element per position.
+  std::vector<int64_t> points, rest, windows;  // windows: the windowed points' sizes, in order
   for (int64_t d = 0; d < rank; ++d) {
     const int64_t size = sizes[static_cast<size_t>(d)];
     const int64_t extent = xs.dims[static_cast<size_t>(d)];
@@ -106,15 +108,14 @@ Instruction* Lowerer::LowerGather(Computation* c, const Values& v, const HloInst
            " does not fit " + xs.ToString());
     }
     const bool point = Contains(start_map, d) || Contains(operand_batch, d);
-    if ((point || Contains(collapsed, d)) && size != 1) {
-      fail("dim " + std::to_string(d) + " is indexed or collapsed with slice size " +
-           std::to_string(size) +
-           "; podsim reads gathers whose indexed dims take one element (windowed gathers are "
-           "not supported)");
+    if ((Contains(collapsed, d) || Contains(operand_batch, d)) && size != 1) {
+      fail("dim " + std::to_string(d) + " is collapsed or batching with slice size " +
+           std::to_string(size) + "; it must be 1");
     }
     if (Contains(collapsed, d) && !point) {
       fail("collapsed dim " + std::to_string(d) + " is not indexed");
     }
+    if (point && size != 1) windows.push_back(size);
     (point ? points : rest).push_back(d);
   }
   if (points.empty()) fail("indexes no dim");
@@ -160,26 +161,32 @@ Instruction* Lowerer::LowerGather(Computation* c, const Values& v, const HloInst
     table = Make(c, h, Opcode::kReshape, s, {table}, "flat");
   }
 
-  // The linear index: sum over the indexed dims of clamp(start, 0, extent - 1) * stride.
+  // The linear index, over the batch dims and then the window dims: sum over the indexed dims of
+  // (clamp(start, 0, extent - size) + window position) * stride.
+  std::vector<int64_t> wide_dims = batch_dims;
+  wide_dims.insert(wide_dims.end(), windows.begin(), windows.end());
+  const Shape wide(DType::kS32, wide_dims);
   Instruction* linear = nullptr;
-  if (points.size() == 1 && operand_batch.empty()) {
+  if (points.size() == 1 && operand_batch.empty() && windows.empty()) {
     // One indexed dim: podsim's gather clamps as XLA does.
     linear = idx;
     if (ivd < is.rank()) {
       linear = Make(c, h, Opcode::kReshape, Shape(is.dtype, batch_dims), {idx}, "index");
     }
   } else {
-    auto scalar = [&](int64_t value, const std::string& name) {
+    auto scalar = [&](int64_t value, const std::string& name, const Shape& like) {
       Instruction* k =
           Make(c, h, Opcode::kConstant, Shape(DType::kS32, {}), {}, name, [&](Instruction& a) {
             a.literal = Literal::Scalar(DType::kS32, static_cast<double>(value));
           });
-      return BroadcastTo(c, h, k, batch);
+      return BroadcastTo(c, h, k, like);
     };
     int64_t stride = flat;
+    int64_t window = static_cast<int64_t>(batch_dims.size());  // the next window dim of `wide`
     for (int64_t d : points) {
       const std::string tag = "d" + std::to_string(d);
       const int64_t extent = xs.dims[static_cast<size_t>(d)];
+      const int64_t size = sizes[static_cast<size_t>(d)];
       stride /= extent;
       Instruction* comp = nullptr;
       if (auto b = std::find(operand_batch.begin(), operand_batch.end(), d);
@@ -205,15 +212,27 @@ Instruction* Lowerer::LowerGather(Computation* c, const Values& v, const HloInst
         if (comp->shape.dtype != DType::kS32) {
           comp = Make(c, h, Opcode::kConvert, batch, {comp}, "starts32_" + tag);
         }
-        comp = Make(c, h, Opcode::kMaximum, batch, {comp, scalar(0, "zero_" + tag)}, "lo_" + tag);
-        comp = Make(c, h, Opcode::kMinimum, batch, {comp, scalar(extent - 1, "max_" + tag)},
-                    "clamped_" + tag);
+        comp = Make(c, h, Opcode::kMaximum, batch, {comp, scalar(0, "zero_" + tag, batch)},
+                    "lo_" + tag);
+        comp = Make(c, h, Opcode::kMinimum, batch,
+                    {comp, scalar(extent - size, "max_" + tag, batch)}, "clamped_" + tag);
+      }
+      if (!windows.empty()) {
+        comp = Make(c, h, Opcode::kBroadcast, wide, {comp}, "wide_" + tag, [&](Instruction& a) {
+          for (size_t k = 0; k < batch_dims.size(); ++k) a.dimensions.push_back(static_cast<int64_t>(k));
+        });
+      }
+      if (size != 1) {
+        Instruction* at = Make(c, h, Opcode::kIota, wide, {}, "window_" + tag,
+                               [&](Instruction& a) { a.dimensions = {window}; });
+        ++window;
+        comp = Make(c, h, Opcode::kAdd, wide, {comp, at}, "windowed_" + tag);
       }
       if (stride != 1) {
-        comp = Make(c, h, Opcode::kMultiply, batch, {comp, scalar(stride, "stride_" + tag)},
+        comp = Make(c, h, Opcode::kMultiply, wide, {comp, scalar(stride, "stride_" + tag, wide)},
                     "scaled_" + tag);
       }
-      linear = linear ? Make(c, h, Opcode::kAdd, batch, {linear, comp}, "linear_" + tag) : comp;
+      linear = linear ? Make(c, h, Opcode::kAdd, wide, {linear, comp}, "linear_" + tag) : comp;
     }
   }
 
@@ -243,17 +262,39 @@ Instruction* Lowerer::LowerGather(Computation* c, const Values& v, const HloInst
   for (int64_t& p : out_perm) {
     if (p == -1) p = next_batch++;
   }
-  Shape gathered(xs.dtype, batch_dims);
+  // podsim's gather gives [batch, windows, rest]; the windowed and rest dims go back into the
+  // operand's order, then the unit dims of uncollapsed points are put in (offset form).
+  Shape gathered(xs.dtype, wide_dims);
+  std::vector<int64_t> gathered_from;  // operand dim of each dim after the batch dims
+  for (int64_t d : points) {
+    if (sizes[static_cast<size_t>(d)] != 1) gathered_from.push_back(d);
+  }
   for (size_t k = points.size(); k < perm.size(); ++k) {
     gathered.dims.push_back(table->shape.dims[k]);
+    gathered_from.push_back(perm[k]);
   }
   Shape offset_form(xs.dtype, batch_dims);
   offset_form.dims.insert(offset_form.dims.end(), offset_sizes.begin(), offset_sizes.end());
-  const bool reshape = offset_form != gathered;
+  std::vector<int64_t> in_order(gathered_from.size());
+  std::iota(in_order.begin(), in_order.end(), int64_t{0});
+  std::stable_sort(in_order.begin(), in_order.end(), [&](int64_t a, int64_t b) {
+    return gathered_from[static_cast<size_t>(a)] < gathered_from[static_cast<size_t>(b)];
+  });
+  std::vector<int64_t> to_order;
+  for (size_t k = 0; k < batch_dims.size(); ++k) to_order.push_back(static_cast<int64_t>(k));
+  for (int64_t k : in_order) to_order.push_back(static_cast<int64_t>(batch_dims.size()) + k);
+  const bool reorder = !IsIdentityPermutation(to_order);
+  Shape ordered(xs.dtype, {});
+  for (int64_t k : to_order) ordered.dims.push_back(gathered.dims[static_cast<size_t>(k)]);
+  const bool reshape = offset_form != ordered;
   const bool transpose = !IsIdentityPermutation(out_perm);
-  Instruction* g =
-      Make(c, h, Opcode::kGather, gathered, {table, linear}, reshape || transpose ? "take" : "",
-           [](Instruction& a) { a.dimensions = {0}; });
+  Instruction* g = Make(c, h, Opcode::kGather, gathered, {table, linear},
+                        reorder || reshape || transpose ? "take" : "",
+                        [](Instruction& a) { a.dimensions = {0}; });
+  if (reorder) {
+    g = Make(c, h, Opcode::kTranspose, ordered, {g}, "operand_order",
+             [&](Instruction& a) { a.dimensions = to_order; });
+  }
   if (reshape) g = Make(c, h, Opcode::kReshape, offset_form, {g}, transpose ? "offsets" : "");
   if (transpose) {
     Shape s(xs.dtype, {});

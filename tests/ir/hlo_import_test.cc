@@ -528,6 +528,34 @@ TEST_CASE("other custom-calls are kept with the flops they are given, and a warn
   }
 }
 
+TEST_CASE("windowed gather: an indexed dim reads slice-size elements from its clamped start") {
+  const auto r = Import(R"(HloModule m
+ENTRY e {
+  x = f32[4,3] parameter(0)
+  i = s32[2,1] parameter(1)
+  pts = s32[2,2] parameter(2)
+  rows = f32[2,2,3] gather(x, i), offset_dims={1,2}, collapsed_slice_dims={}, start_index_map={0}, index_vector_dim=1, slice_sizes={2,3}
+  tiles = f32[2,2,2] gather(x, pts), offset_dims={1,2}, collapsed_slice_dims={}, start_index_map={0,1}, index_vector_dim=1, slice_sizes={2,2}
+  last = f32[2,2,2] gather(x, pts), offset_dims={0,1}, collapsed_slice_dims={}, start_index_map={0,1}, index_vector_dim=1, slice_sizes={2,2}
+  mixed = f32[2,2] gather(x, pts), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0,1}, index_vector_dim=1, slice_sizes={1,2}
+  ROOT t = (f32[2,2,3], f32[2,2,2], f32[2,2,2], f32[2,2]) tuple(rows, tiles, last, mixed)
+})");
+  // x[i][j] = 3i + j: rows [0,1,2], [3,4,5], [6,7,8], [9,10,11].
+  const Literal x = F32({4, 3}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+  const Literal i(Shape(DType::kS32, {2, 1}), {1, 3});
+  const Literal pts(Shape(DType::kS32, {2, 2}), {0, 1, 3, 2});
+  const Literal out = Run(*r.module, {x, i, pts});
+  REQUIRE(out.elements.size() == 4);
+  // Two rows from 1 (rows 1, 2) and from 3, clamped to 4 - 2 = 2 (rows 2, 3).
+  CHECK(out.elements[0].values == std::vector<double>{3, 4, 5, 6, 7, 8, 6, 7, 8, 9, 10, 11});
+  // 2x2 tiles at (0,1) and at (3,2), clamped to (2,1): [[1,2],[4,5]] and [[7,8],[10,11]].
+  CHECK(out.elements[1].values == std::vector<double>{1, 2, 4, 5, 7, 8, 10, 11});
+  // The same tiles with the batch dim last: out[r][c][b].
+  CHECK(out.elements[2].values == std::vector<double>{1, 7, 2, 8, 4, 10, 5, 11});
+  // Row 0 (collapsed), columns 1-2; row 3, columns clamped to 1-2.
+  CHECK(out.elements[3].values == std::vector<double>{1, 2, 10, 11});
+}
+
 TEST_CASE("gather with full dimension numbers: embedding, point, column, batched, windowed rest") {
   const auto r = Import(R"(HloModule m
 ENTRY e {
@@ -567,13 +595,13 @@ ENTRY e {
   REQUIRE(emb != nullptr);
   CHECK(emb->opcode == Opcode::kGather);
   CHECK(InstructionCost(*emb).bytes_written == 24);
-  // A windowed gather (an indexed dim taking more than one element) is refused at the opcode.
-  const std::string windowed = ImportError(
+  // A collapsed dim must take one element.
+  const std::string collapsed = ImportError(
       "HloModule m\nENTRY e {\n  x = f32[4,3] parameter(0)\n  i = s32[2,1] parameter(1)\n"
-      "  ROOT g = f32[2,2,3] gather(x, i), offset_dims={1,2}, collapsed_slice_dims={}, "
+      "  ROOT g = f32[2,3] gather(x, i), offset_dims={1}, collapsed_slice_dims={0}, "
       "start_index_map={0}, index_vector_dim=1, slice_sizes={2,3}\n}\n");
-  CHECK_MESSAGE(windowed.find("t.hlo:5:23: gather g: dim 0 is indexed or collapsed with slice "
-                              "size 2") == 0, windowed);
+  CHECK_MESSAGE(collapsed.find("t.hlo:5:21: gather g: dim 0 is collapsed or batching with slice "
+                               "size 2") == 0, collapsed);
   // Dimension numbers that do not give the declared shape: at the shape.
   const std::string wrong = ImportError(
       "HloModule m\nENTRY e {\n  x = f32[4,3] parameter(0)\n  i = s32[2,1] parameter(1)\n"
