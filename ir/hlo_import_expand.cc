@@ -116,7 +116,17 @@ Instruction* Lowerer::LowerReduce(Computation* c, const Values& v, const HloInst
       applications = static_cast<double>(out.NumElements());
       for (const WindowDim& w : h.attrs.window) applications *= static_cast<double>(w.size);
     }
-    return Opaque(c, v, h, applications * OpsPerApplication(*h.to_apply));
+    Instruction* opaque = Opaque(c, v, h, applications * OpsPerApplication(*h.to_apply));
+    if (h.opcode == "reduce") {
+      // Kept with its computation (to_apply, over scalars) and its dims, so the interpreter can
+      // apply it: a general reduction.
+      const HloComputation& callee = Callee(*h.to_apply);
+      Computation* body = out_.module->AddComputation(out_.module->UniqueName(callee.name));
+      body->set_root(Lower(callee, body, ParamMode::kEntry, {}));
+      opaque->body = body;
+      opaque->dimensions = h.attrs.dimensions;
+    }
+    return opaque;
   }
   const ReduceKind kind = *known;
   Instruction* x = Operand(v, h, 0);

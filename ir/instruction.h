@@ -66,7 +66,11 @@
 //                      An operation podsim does not model (an imported program's fused-attention
 //                      kernel, ...): it reads its operands and writes its result once and does
 //                      `flops` floating-point operations on the matrix unit; the interpreter,
-//                      the partitioner and autodiff refuse it.
+//                      the partitioner and autodiff refuse it. With a body (printed
+//                      region=%comp) and target "xla:reduce" it is a general reduction:
+//                      operands n inputs of one shape and n scalar inits, `dimensions`
+//                      (reduce_dims=) reduced, the body applied (acc..., x...) -> acc over
+//                      scalars; the interpreter evaluates it, the partitioner runs it whole.
 
 #include <cstdint>
 #include <optional>

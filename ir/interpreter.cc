@@ -154,6 +154,7 @@ class Lockstep {
       return std::move(params[k]);
     }
     if (i.opcode == Opcode::kLoop) return RunLoop(i, operands);
+    if (i.opcode == Opcode::kCustomCall && i.body != nullptr) return RunRegion(i, operands);
     if (i.opcode == Opcode::kAutoToManual) {
       Values out(copies);
       for (size_t c = 0; c < copies; ++c) {
@@ -186,6 +187,27 @@ class Lockstep {
       for (size_t k = 0; k < operands.size(); ++k) ops[k] = &(*operands[k])[c];
       interp::LocalEvaluator local(ops, partition_ids_[c]);
       out[c] = Accept<Literal>(i, local);
+    }
+    return out;
+  }
+
+  // A custom-call that applies its called computation (an imported general reduction): the
+  // computation runs on scalars, one partition at a time.
+  Values RunRegion(const Instruction& i, const std::vector<const Values*>& operands) {
+    if (i.custom_call_target != "xla:reduce") {
+      Fail(i, "custom-call \"" + i.custom_call_target + "\" is not interpretable");
+    }
+    const size_t copies = partition_ids_.size();
+    Values out(copies);
+    for (size_t c = 0; c < copies; ++c) {
+      Operands ops;
+      for (const Values* v : operands) ops.push_back(&(*v)[c]);
+      Lockstep scalar({partition_ids_[c]}, num_partitions_, /*collectives_allowed=*/false);
+      out[c] = interp::EvalGeneralReduce(i, ops, [&](std::vector<Literal> args) {
+        std::vector<Values> params;
+        for (Literal& a : args) params.push_back({std::move(a)});
+        return std::move(scalar.Run(*i.body, std::move(params))[0]);
+      });
     }
     return out;
   }

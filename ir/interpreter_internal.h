@@ -131,6 +131,13 @@ Literal EvalAutoToManual(const Instruction& instr, const Literal& x, int64_t par
                          int64_t num_partitions);
 Literal EvalManualToAuto(const Instruction& instr, const Operands& inputs);
 
+// An imported general reduction (custom-call "xla:reduce" with to_apply): operands n inputs of
+// one shape and n scalar inits; reduce_dims removed from the output (an array, or a tuple of
+// n). Each output element folds the inputs' elements over the reduced dims in row-major order:
+// acc = apply(acc..., x...), from the inits (interpreter_reduce.cc).
+Literal EvalGeneralReduce(const Instruction& instr, const Operands& ops,
+                          const std::function<Literal(std::vector<Literal>)>& apply);
+
 // A uniform double in [0, 1) that depends only on (seed, index): a SplitMix64-style hash.
 double UniformHash(uint64_t seed, uint64_t index);
 

@@ -163,4 +163,62 @@ Literal LocalEvaluator::HandleCumsum(const Instruction& i) { return Cumsum(i, Op
 Literal LocalEvaluator::HandleSort(const Instruction& i) { return Sort(i, Op(0)); }
 Literal LocalEvaluator::HandleTopK(const Instruction& i) { return TopK(i, Op(0)); }
 
+Literal EvalGeneralReduce(const Instruction& instr, const Operands& ops,
+                          const std::function<Literal(std::vector<Literal>)>& apply) {
+  const size_t n = ops.size() / 2;
+  if (n == 0 || ops.size() % 2 != 0) Fail(instr, "a general reduction takes inputs and as many inits");
+  const Shape& in = ops[0]->shape;
+  for (size_t k = 0; k < n; ++k) {
+    if (ops[k]->shape.is_tuple || ops[k]->shape.dims != in.dims || !ops[n + k]->shape.dims.empty() ||
+        ops[n + k]->shape.is_tuple) {
+      Fail(instr, "a general reduction needs inputs of one shape and scalar inits");
+    }
+  }
+  const int64_t rank = in.rank();
+  std::vector<char> reduced(static_cast<size_t>(rank), 0);
+  for (int64_t d : instr.dimensions) {
+    if (d < 0 || d >= rank || reduced[static_cast<size_t>(d)]) Fail(instr, "bad reduce_dims");
+    reduced[static_cast<size_t>(d)] = 1;
+  }
+  std::vector<int64_t> kept_dims, red_dims, kept_of, red_of;
+  for (int64_t d = 0; d < rank; ++d) {
+    (reduced[static_cast<size_t>(d)] ? red_dims : kept_dims).push_back(in.dims[static_cast<size_t>(d)]);
+    (reduced[static_cast<size_t>(d)] ? red_of : kept_of).push_back(d);
+  }
+  const std::vector<int64_t> strides = Strides(in.dims);
+  int64_t out_elements = 1;
+  for (int64_t e : kept_dims) out_elements *= e;
+  std::vector<std::vector<double>> results(n, std::vector<double>(static_cast<size_t>(out_elements)));
+  ForEachIndex(kept_dims, [&](const std::vector<int64_t>& kept, int64_t out) {
+    int64_t base = 0;
+    for (size_t j = 0; j < kept.size(); ++j) base += kept[j] * strides[static_cast<size_t>(kept_of[j])];
+    std::vector<Literal> acc;
+    for (size_t k = 0; k < n; ++k) acc.push_back(*ops[n + k]);
+    ForEachIndex(red_dims, [&](const std::vector<int64_t>& r, int64_t) {
+      int64_t at = base;
+      for (size_t j = 0; j < r.size(); ++j) at += r[j] * strides[static_cast<size_t>(red_of[j])];
+      std::vector<Literal> args = acc;
+      for (size_t k = 0; k < n; ++k) {
+        args.push_back(Literal::Scalar(ops[k]->shape.dtype, ops[k]->values[static_cast<size_t>(at)]));
+      }
+      Literal next = apply(std::move(args));
+      if (n == 1 && !next.shape.is_tuple) {
+        acc[0] = std::move(next);
+      } else if (next.shape.is_tuple && next.elements.size() == n) {
+        for (size_t k = 0; k < n; ++k) acc[k] = std::move(next.elements[k]);
+      } else {
+        Fail(instr, "its computation returns " + next.shape.ToString() + ", not " +
+                        std::to_string(n) + " scalar(s)");
+      }
+    });
+    for (size_t k = 0; k < n; ++k) results[k][static_cast<size_t>(out)] = acc[k].values.at(0);
+  });
+  std::vector<Literal> outs;
+  for (size_t k = 0; k < n; ++k) {
+    outs.emplace_back(Shape(ops[n + k]->shape.dtype, kept_dims), std::move(results[k]));
+  }
+  if (!instr.shape.is_tuple) return std::move(outs[0]);
+  return Literal::Tuple(std::move(outs));
+}
+
 }  // namespace podsim::ir::interp

@@ -167,4 +167,28 @@ std::unique_ptr<Module> Module::Clone() const {
   return out;
 }
 
+Computation* Module::CopyComputation(const Computation& c) {
+  std::unordered_map<const Computation*, Computation*> copied;
+  std::function<Computation*(const Computation&)> copy = [&](const Computation& src) {
+    if (auto it = copied.find(&src); it != copied.end()) return it->second;
+    std::unordered_map<const Instruction*, Instruction*> instr_map;
+    std::vector<std::unique_ptr<Instruction>> copies;
+    for (const auto& i : src.instructions()) {
+      auto n = std::make_unique<Instruction>(*i);
+      if (n->body) n->body = copy(*n->body);
+      copies.push_back(std::move(n));
+    }
+    Computation* out = AddComputation(UniqueName(src.name()));
+    copied[&src] = out;
+    for (size_t k = 0; k < copies.size(); ++k) {
+      for (Instruction*& op : copies[k]->operands) op = instr_map.at(op);
+      copies[k]->parent = out;
+      instr_map[src.instructions()[k].get()] = out->Add(std::move(copies[k]));
+    }
+    if (src.root()) out->set_root(instr_map.at(src.root()));
+    return out;
+  };
+  return copy(c);
+}
+
 }  // namespace podsim::ir

@@ -91,6 +91,9 @@ class Module {
 
   // Deep copy.
   std::unique_ptr<Module> Clone() const;
+  // A copy of `c` (a computation of another module, with the computations its instructions
+  // call) added to this one, under unique names; instructions keep their names where free.
+  Computation* CopyComputation(const Computation& c);
   int64_t InstructionCount() const;
 
  private:

@@ -43,6 +43,8 @@ constexpr std::array<AttrInfo, kNumAttrs> kAttrs = {{
     {"range", Presence::kWhenSet},
     {"custom_call_target", Presence::kRequired},
     {"flops", Presence::kWhenSet},
+    {"region", Presence::kWhenSet},
+    {"reduce_dims", Presence::kWhenSet},
     {"sharding", Presence::kWhenSet},
     {"scope", Presence::kWhenSet},
 }};
@@ -71,7 +73,7 @@ constexpr A kPermute[] = {A::kSourceTargetPairs};
 constexpr A kLoop[] = {A::kTripCount, A::kBody};
 constexpr A kGte[] = {A::kIndex};
 constexpr A kParameter[] = {A::kRange};
-constexpr A kCustomCall[] = {A::kCustomCallTarget, A::kFlops};
+constexpr A kCustomCall[] = {A::kCustomCallTarget, A::kFlops, A::kRegion, A::kReduceDims};
 
 }  // namespace
 

@@ -76,7 +76,8 @@ std::string Parser::Takes(Opcode op) {
 
 void Parser::ParseAttributeValue(Instruction& instr, Attr a) {
   switch (a) {
-    case Attr::kDimensions: instr.dimensions = ReadIntList(lex_); break;
+    case Attr::kDimensions:
+    case Attr::kReduceDims: instr.dimensions = ReadIntList(lex_); break;
     case Attr::kSlice: ReadSlice(lex_, instr); break;
     case Attr::kDynamicSliceSizes: instr.slice_sizes = ReadIntList(lex_); break;
     case Attr::kPadding: ReadPadding(lex_, instr); break;
@@ -123,7 +124,8 @@ void Parser::ParseAttributeValue(Instruction& instr, Attr a) {
     case Attr::kSplitDimension: instr.split_dimension = lex_.Int(); break;
     case Attr::kConcatDimension: instr.concat_dimension = lex_.Int(); break;
     case Attr::kTripCount: instr.trip_count = lex_.Int(); break;
-    case Attr::kBody: {
+    case Attr::kBody:
+    case Attr::kRegion: {
       Loc loc = lex_.Here();
       lex_.Expect('%', "before the body computation's name");
       pending_bodies_.push_back({&instr, lex_.Name("a computation name"), loc});

@@ -261,6 +261,8 @@ class InstructionPrinter {
       case Attr::kSharding: return i.sharding.has_value();
       case Attr::kRange: return i.argument_range.has_value();
       case Attr::kFlops: return i.custom_call_flops != 0;
+      case Attr::kRegion: return i.body != nullptr;
+      case Attr::kReduceDims: return !i.dimensions.empty();
       case Attr::kScope: return !i.scope.empty();
       default: return true;
     }
@@ -307,6 +309,7 @@ class InstructionPrinter {
       case Attr::kConcatDimension: AppendInt(i.concat_dimension, &out_); break;
       case Attr::kTripCount: AppendInt(i.trip_count, &out_); break;
       case Attr::kBody:
+      case Attr::kRegion:
         out_.push_back('%');
         AppendName(i.body ? std::string_view(i.body->name()) : std::string_view("<null>"), &out_);
         break;
@@ -325,6 +328,7 @@ class InstructionPrinter {
       case Attr::kScope: AppendQuoted(i.scope, &out_); break;
       case Attr::kCustomCallTarget: AppendQuoted(i.custom_call_target, &out_); break;
       case Attr::kFlops: AppendDouble(i.custom_call_flops, &out_); break;
+      case Attr::kReduceDims: IntList(i.dimensions); break;
     }
   }
 

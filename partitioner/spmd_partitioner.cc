@@ -120,6 +120,8 @@ PartitionedValue SpmdVisitor::HandleOpaque(const Instruction& i) {
             .local);
   }
   Instruction* local = CloneLocal(i, std::move(operands), i.shape);
+  // Its called computation (a general reduction's, over scalars) is copied as it is.
+  if (i.body != nullptr) local->body = out_->CopyComputation(*i.body);
   if (i.shape.is_tuple) return ReplicatedTuple(local);
   return ShardedValue{local, i.shape, TileLayout::Replicated(i.shape.rank(), num_partitions())};
 }

@@ -12,6 +12,7 @@
 #include "ir/cost.h"
 #include "ir/hlo_import.h"
 #include "ir/interpreter.h"
+#include "ir/proto.h"
 #include "ir/text.h"
 #include "ir/verifier.h"
 
@@ -832,6 +833,67 @@ ENTRY e {
   // 16 random words.
   CHECK(cost("rb").flops == 16);
   CHECK(Find(*r.module, "ss")->custom_call_target == "xla:select-and-scatter");
+}
+
+TEST_CASE("a general reduction keeps its computation: interpreted, printed and parsed back") {
+  const auto r = Import(R"(HloModule m
+argmax { a = f32[] parameter(0)
+  i = s32[] parameter(1)
+  b = f32[] parameter(2)
+  j = s32[] parameter(3)
+  g = pred[] compare(a, b), direction=GE
+  v = f32[] select(g, a, b)
+  k = s32[] select(g, i, j)
+  ROOT t = (f32[], s32[]) tuple(v, k) }
+mul { a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] multiply(a, b) }
+ENTRY e {
+  x = f32[2,3] parameter(0)
+  ix = s32[2,3] iota(), iota_dimension=1
+  lo = f32[] constant(-inf)
+  z = s32[] constant(0)
+  one = f32[] constant(1)
+  two = f32[] constant(2)
+  am = (f32[2], s32[2]) reduce(x, ix, lo, z), dimensions={1}, to_apply=argmax
+  rows = f32[2] reduce(x, one), dimensions={1}, to_apply=mul
+  cols = f32[3] reduce(x, two), dimensions={0}, to_apply=mul
+  ROOT t = ((f32[2], s32[2]), f32[2], f32[3]) tuple(am, rows, cols)
+})");
+  // x = [[1, 5, 2], [7, 3, 7]]. argmax folds (value, index) from (-inf, 0) with a >= b keeping
+  // the accumulator: row 0 -> (5, 1); row 1 -> (7, 0), the first of the tied 7s. Products:
+  // rows 1*1*5*2 = 10 and 1*7*3*7 = 147; columns 2*1*7 = 14, 2*5*3 = 30, 2*2*7 = 28.
+  const Literal x = F32({2, 3}, {1, 5, 2, 7, 3, 7});
+  auto check = [&](const Module& m) {
+    const Literal out = Run(m, {x});
+    REQUIRE(out.elements.size() == 3);
+    REQUIRE(out.elements[0].elements.size() == 2);
+    CHECK(out.elements[0].elements[0].values == std::vector<double>{5, 7});
+    CHECK(out.elements[0].elements[1].values == std::vector<double>{1, 0});
+    CHECK(out.elements[1].values == std::vector<double>{10, 147});
+    CHECK(out.elements[2].values == std::vector<double>{14, 30, 28});
+  };
+  check(*r.module);
+  const Instruction* am = Find(*r.module, "am");
+  REQUIRE(am != nullptr);
+  CHECK(am->custom_call_target == "xla:reduce");
+  REQUIRE(am->body != nullptr);
+  CHECK(am->dimensions == std::vector<int64_t>{1});
+  // podsim's text form keeps the computation (region=) and the dims (reduce_dims=), and is not
+  // taken for XLA's.
+  const std::string text = PrintModule(*r.module);
+  CHECK(text.find("region=%argmax") != std::string::npos);
+  CHECK_FALSE(LooksLikeXlaHlo(text));
+  CHECK(text.find("reduce_dims={1}") != std::string::npos);
+  const std::unique_ptr<Module> back = ParseModule(text);
+  Verify(*back);
+  CHECK(PrintModule(*back) == text);
+  check(*back);
+  const std::unique_ptr<Module> proto = ModuleFromProtoBytes(ModuleToProtoBytes(*back));
+  check(*proto);
+  // Dead-code removal keeps the called computations.
+  back->RemoveDeadCode();
+  check(*back);
 }
 
 TEST_CASE("LooksLikeXlaHlo tells XLA's text from podsim's") {

@@ -114,6 +114,30 @@ ENTRY %main {
   CHECK(r.output_shardings[0] == Split(2, 0, 2));
 }
 
+TEST_CASE("an imported general reduction runs whole, its computation copied with it") {
+  // XLA text: a product reduction over rows of a row-split x. The opaque kernel gathers x and
+  // runs on every partition; the numerics equal the unpartitioned module's.
+  ir::HloImport imported = ir::ImportHlo(R"(HloModule m
+mul { a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] multiply(a, b) }
+ENTRY e {
+  x = f32[8,4] parameter(0), sharding={devices=[2,1]<=[2]}
+  one = f32[] constant(1)
+  ROOT p = f32[4] reduce(x, one), dimensions={0}, to_apply=mul
+})", "t.hlo");
+  PartitionResult r = PropagateAndPartition(*imported.module, 2);
+  testing::CheckNumerics(*imported.module, r);
+  const ir::Instruction* k = nullptr;
+  for (const auto& i : r.module->entry()->instructions()) {
+    if (i->opcode == ir::Opcode::kCustomCall) k = i.get();
+  }
+  REQUIRE(k != nullptr);
+  REQUIRE(k->body != nullptr);
+  CHECK(k->body->parent() == r.module.get());
+  ir::Verify(*r.module);
+}
+
 TEST_CASE("the MaxText step of the HLO corpus partitions by its own Sharding custom-calls") {
   const std::string path = std::string(PODSIM_SOURCE_DIR) +
                            "/../shared/hlo-corpus/model_maxtext_train_step_before_opt.hlo";
