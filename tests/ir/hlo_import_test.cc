@@ -782,8 +782,8 @@ ENTRY e {
   CHECK(out[1].elements[4].elements[0].values[1] == 10 + 2);  // ard of partition 0
 }
 
-TEST_CASE("variadic and other reductions, select-and-scatter, rng-bit-generator: opaque with flops") {
-  const auto r = Import(R"(HloModule m
+// Reduction computations in XLA's text: argmax over (value, index) pairs, and a product.
+constexpr const char* kReducers = R"(HloModule m
 argmax { a = f32[] parameter(0)
   i = s32[] parameter(1)
   b = f32[] parameter(2)
@@ -795,7 +795,10 @@ argmax { a = f32[] parameter(0)
 mul { a = f32[] parameter(0)
   b = f32[] parameter(1)
   ROOT m = f32[] multiply(a, b) }
-ge { a = f32[] parameter(0)
+)";
+
+TEST_CASE("variadic and other reductions, select-and-scatter, rng-bit-generator: opaque with flops") {
+  const auto r = Import(std::string(kReducers) + R"(ge { a = f32[] parameter(0)
   b = f32[] parameter(1)
   ROOT g = pred[] compare(a, b), direction=GE }
 add { a = f32[] parameter(0)
@@ -836,19 +839,7 @@ ENTRY e {
 }
 
 TEST_CASE("a general reduction keeps its computation: interpreted, printed and parsed back") {
-  const auto r = Import(R"(HloModule m
-argmax { a = f32[] parameter(0)
-  i = s32[] parameter(1)
-  b = f32[] parameter(2)
-  j = s32[] parameter(3)
-  g = pred[] compare(a, b), direction=GE
-  v = f32[] select(g, a, b)
-  k = s32[] select(g, i, j)
-  ROOT t = (f32[], s32[]) tuple(v, k) }
-mul { a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT m = f32[] multiply(a, b) }
-ENTRY e {
+  const auto r = Import(std::string(kReducers) + R"(ENTRY e {
   x = f32[2,3] parameter(0)
   ix = s32[2,3] iota(), iota_dimension=1
   lo = f32[] constant(-inf)
