@@ -113,9 +113,9 @@ void VerifyComputation(const Module& m, const Computation& c, std::set<std::stri
       if (i.body == &c) Fail(c, &i, "loop body cannot be the computation containing the loop");
     } else if (i.body != nullptr) {
       if (i.opcode != Opcode::kCustomCall) Fail(c, &i, "only a loop or a custom-call calls a computation");
-      if (i.body->parent() != &m) Fail(c, &i, "to_apply is not a computation of this module");
+      if (i.body->parent() != &m) Fail(c, &i, "region is not a computation of this module");
       if (i.body == m.entry() || i.body == &c) {
-        Fail(c, &i, "to_apply cannot be the entry or the computation that calls it");
+        Fail(c, &i, "region cannot be the entry or the computation that calls it");
       }
     }
     CheckShapeDims(c, i, i.shape);
