@@ -117,16 +117,8 @@ Instruction* Lowerer::LowerReduce(Computation* c, const Values& v, const HloInst
       for (const WindowDim& w : h.attrs.window) applications *= static_cast<double>(w.size);
     }
     Instruction* opaque = Opaque(c, v, h, applications * OpsPerApplication(*h.to_apply));
-    if (h.opcode == "reduce") {
-      // Kept with its computation (to_apply, over scalars) and its dims, so the interpreter can
-      // apply it: a general reduction.
-      const HloComputation& callee = Callee(*h.to_apply);
-      Computation* body = out_.module->AddComputation(out_.module->UniqueName(callee.name));
-      body->set_root(Lower(callee, body, ParamMode::kEntry, {}));
-      opaque->body = body;
-      opaque->dimensions = h.attrs.dimensions;
-    }
-    return opaque;
+    // A reduce keeps its computation: a general reduction.
+    return h.opcode == "reduce" ? WithRegion(opaque, h) : opaque;
   }
   const ReduceKind kind = *known;
   Instruction* x = Operand(v, h, 0);
@@ -330,6 +322,15 @@ Instruction* Lowerer::Opaque(Computation* c, const Values& v, const HloInstr& h,
     a.custom_call_target = "xla:" + h.opcode;
     a.custom_call_flops = flops;
   });
+}
+
+Instruction* Lowerer::WithRegion(Instruction* opaque, const HloInstr& h) {
+  const HloComputation& callee = Callee(*h.to_apply);
+  Computation* body = out_.module->AddComputation(out_.module->UniqueName(callee.name));
+  body->set_root(Lower(callee, body, ParamMode::kEntry, {}));
+  opaque->body = body;
+  opaque->dimensions = h.attrs.dimensions;
+  return opaque;
 }
 
 Instruction* Lowerer::LowerSelectAndScatter(Computation* c, const Values& v, const HloInstr& h) {

@@ -361,7 +361,9 @@ Instruction* Lowerer::LowerSort(Computation* c, const Values& v, const HloInstr&
       }
     }
   }
-  return Opaque(c, v, h, 0);
+  // Kept with its comparator and dim, so the interpreter can apply it.
+  Instruction* opaque = Opaque(c, v, h, 0);
+  return h.to_apply && h.attrs.dimensions.size() == 1 ? WithRegion(opaque, h) : opaque;
 }
 
 Instruction* Lowerer::LowerReducePrecision(Computation* c, const Values& v, const HloInstr& h) {

@@ -147,6 +147,9 @@ class Lowerer {
   // An op podsim has no rule for, as an opaque kernel that reads its operands, writes its result
   // and does `flops` (custom-call "xla:<opcode>"); its values cannot be interpreted.
   Instruction* Opaque(Computation* c, const Values& v, const HloInstr& h, double flops);
+  // Gives `opaque` the computation h calls (to_apply=, lowered over scalars) as its region and
+  // h's dims, so the interpreter can apply it (a general reduction or sort); returns it.
+  Instruction* WithRegion(Instruction* opaque, const HloInstr& h);
 
   // hlo_import_indexing.cc: XLA's gather (indexed dims of one element: podsim's gather at the
   // linear index of the clamped starts), scatter (an opaque kernel), sort (podsim's sort for

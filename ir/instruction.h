@@ -69,8 +69,10 @@
 //                      the partitioner and autodiff refuse it. With a body (printed
 //                      region=%comp) and target "xla:reduce" it is a general reduction:
 //                      operands n inputs of one shape and n scalar inits, `dimensions`
-//                      (reduce_dims=) reduced, the body applied (acc..., x...) -> acc over
-//                      scalars; the interpreter evaluates it, the partitioner runs it whole.
+//                      (region_dims=) reduced, the body applied (acc..., x...) -> acc over
+//                      scalars; with "xla:sort" a sort of its operands (arrays of one shape)
+//                      along dimensions[0] by the body as a comparator, stable. The
+//                      interpreter evaluates both; the partitioner runs them whole.
 
 #include <cstdint>
 #include <optional>

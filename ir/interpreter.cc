@@ -191,10 +191,11 @@ class Lockstep {
     return out;
   }
 
-  // A custom-call that applies its called computation (an imported general reduction): the
-  // computation runs on scalars, one partition at a time.
+  // A custom-call that applies its called computation (an imported general reduction or sort):
+  // the computation runs on scalars, one partition at a time.
   Values RunRegion(const Instruction& i, const std::vector<const Values*>& operands) {
-    if (i.custom_call_target != "xla:reduce") {
+    const bool sort = i.custom_call_target == "xla:sort";
+    if (!sort && i.custom_call_target != "xla:reduce") {
       Fail(i, "custom-call \"" + i.custom_call_target + "\" is not interpretable");
     }
     const size_t copies = partition_ids_.size();
@@ -203,11 +204,13 @@ class Lockstep {
       Operands ops;
       for (const Values* v : operands) ops.push_back(&(*v)[c]);
       Lockstep scalar({partition_ids_[c]}, num_partitions_, /*collectives_allowed=*/false);
-      out[c] = interp::EvalGeneralReduce(i, ops, [&](std::vector<Literal> args) {
+      const auto apply = [&](std::vector<Literal> args) {
         std::vector<Values> params;
         for (Literal& a : args) params.push_back({std::move(a)});
         return std::move(scalar.Run(*i.body, std::move(params))[0]);
-      });
+      };
+      out[c] = sort ? interp::EvalGeneralSort(i, ops, apply)
+                    : interp::EvalGeneralReduce(i, ops, apply);
     }
     return out;
   }

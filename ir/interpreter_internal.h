@@ -132,11 +132,19 @@ Literal EvalAutoToManual(const Instruction& instr, const Literal& x, int64_t par
 Literal EvalManualToAuto(const Instruction& instr, const Operands& inputs);
 
 // An imported general reduction (custom-call "xla:reduce" with to_apply): operands n inputs of
-// one shape and n scalar inits; reduce_dims removed from the output (an array, or a tuple of
+// one shape and n scalar inits; region_dims removed from the output (an array, or a tuple of
 // n). Each output element folds the inputs' elements over the reduced dims in row-major order:
 // acc = apply(acc..., x...), from the inits (interpreter_reduce.cc).
 Literal EvalGeneralReduce(const Instruction& instr, const Operands& ops,
                           const std::function<Literal(std::vector<Literal>)>& apply);
+
+// An imported sort of n arrays of one shape by a comparator (custom-call "xla:sort" with a
+// region): each 1-D slice along region_dims[0] is ordered stably by less(a, b) = the region
+// applied to (x0[a], x0[b], x1[a], x1[b], ...), and every array permuted alike; the result is
+// an array, or a tuple of n. A merge sort: any comparator gives some permutation, never
+// undefined behaviour (interpreter_reduce.cc).
+Literal EvalGeneralSort(const Instruction& instr, const Operands& ops,
+                        const std::function<Literal(std::vector<Literal>)>& compare);
 
 // A uniform double in [0, 1) that depends only on (seed, index): a SplitMix64-style hash.
 double UniformHash(uint64_t seed, uint64_t index);

@@ -177,7 +177,7 @@ Literal EvalGeneralReduce(const Instruction& instr, const Operands& ops,
   const int64_t rank = in.rank();
   std::vector<char> reduced(static_cast<size_t>(rank), 0);
   for (int64_t d : instr.dimensions) {
-    if (d < 0 || d >= rank || reduced[static_cast<size_t>(d)]) Fail(instr, "bad reduce_dims");
+    if (d < 0 || d >= rank || reduced[static_cast<size_t>(d)]) Fail(instr, "bad region_dims");
     reduced[static_cast<size_t>(d)] = 1;
   }
   std::vector<int64_t> kept_dims, red_dims, kept_of, red_of;
@@ -217,6 +217,68 @@ Literal EvalGeneralReduce(const Instruction& instr, const Operands& ops,
   for (size_t k = 0; k < n; ++k) {
     outs.emplace_back(Shape(ops[n + k]->shape.dtype, kept_dims), std::move(results[k]));
   }
+  if (!instr.shape.is_tuple) return std::move(outs[0]);
+  return Literal::Tuple(std::move(outs));
+}
+
+Literal EvalGeneralSort(const Instruction& instr, const Operands& ops,
+                        const std::function<Literal(std::vector<Literal>)>& compare) {
+  if (ops.empty()) Fail(instr, "a sort takes at least one array");
+  const Shape& in = ops[0]->shape;
+  for (const Literal* o : ops) {
+    if (o->shape.is_tuple || o->shape.dims != in.dims) Fail(instr, "a sort needs arrays of one shape");
+  }
+  if (instr.dimensions.size() != 1 || instr.dimensions[0] < 0 || instr.dimensions[0] >= in.rank()) {
+    Fail(instr, "a sort needs one region_dims dim of its arrays");
+  }
+  const int64_t d = instr.dimensions[0];
+  const int64_t len = in.dims[static_cast<size_t>(d)];
+  const int64_t stride = Strides(in.dims)[static_cast<size_t>(d)];
+  std::vector<int64_t> outer = in.dims;
+  outer[static_cast<size_t>(d)] = 1;
+  std::vector<std::vector<double>> out;
+  for (const Literal* o : ops) out.push_back(o->values);
+  const auto less = [&](int64_t base, int64_t a, int64_t b) {
+    std::vector<Literal> args;
+    for (const Literal* o : ops) {
+      args.push_back(Literal::Scalar(o->shape.dtype, o->values[static_cast<size_t>(base + a * stride)]));
+      args.push_back(Literal::Scalar(o->shape.dtype, o->values[static_cast<size_t>(base + b * stride)]));
+    }
+    const Literal r = compare(std::move(args));
+    if (r.shape.is_tuple || r.values.size() != 1) Fail(instr, "its comparator must return a scalar");
+    return r.values[0] != 0;
+  };
+  const std::vector<int64_t> strides = Strides(in.dims);
+  std::vector<int64_t> order(static_cast<size_t>(len)), scratch(static_cast<size_t>(len));
+  ForEachIndex(outer, [&](const std::vector<int64_t>& index, int64_t) {
+    int64_t base = 0;
+    for (size_t j = 0; j < index.size(); ++j) base += index[j] * strides[j];
+    std::iota(order.begin(), order.end(), int64_t{0});
+    // Bottom-up merge sort: stable, and bounded whatever the comparator answers.
+    for (int64_t width = 1; width < len; width *= 2) {
+      for (int64_t lo = 0; lo < len; lo += 2 * width) {
+        const int64_t mid = std::min(lo + width, len), hi = std::min(lo + 2 * width, len);
+        int64_t a = lo, b = mid, k = lo;
+        while (a < mid && b < hi) {
+          scratch[static_cast<size_t>(k++)] =
+              less(base, order[static_cast<size_t>(b)], order[static_cast<size_t>(a)])
+                  ? order[static_cast<size_t>(b++)]
+                  : order[static_cast<size_t>(a++)];
+        }
+        while (a < mid) scratch[static_cast<size_t>(k++)] = order[static_cast<size_t>(a++)];
+        while (b < hi) scratch[static_cast<size_t>(k++)] = order[static_cast<size_t>(b++)];
+      }
+      order.swap(scratch);
+    }
+    for (size_t k = 0; k < ops.size(); ++k) {
+      for (int64_t p = 0; p < len; ++p) {
+        out[k][static_cast<size_t>(base + p * stride)] =
+            ops[k]->values[static_cast<size_t>(base + order[static_cast<size_t>(p)] * stride)];
+      }
+    }
+  });
+  std::vector<Literal> outs;
+  for (size_t k = 0; k < ops.size(); ++k) outs.emplace_back(ops[k]->shape, std::move(out[k]));
   if (!instr.shape.is_tuple) return std::move(outs[0]);
   return Literal::Tuple(std::move(outs));
 }

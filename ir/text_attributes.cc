@@ -44,7 +44,7 @@ constexpr std::array<AttrInfo, kNumAttrs> kAttrs = {{
     {"custom_call_target", Presence::kRequired},
     {"flops", Presence::kWhenSet},
     {"region", Presence::kWhenSet},
-    {"reduce_dims", Presence::kWhenSet},
+    {"region_dims", Presence::kWhenSet},
     {"sharding", Presence::kWhenSet},
     {"scope", Presence::kWhenSet},
 }};
@@ -73,7 +73,7 @@ constexpr A kPermute[] = {A::kSourceTargetPairs};
 constexpr A kLoop[] = {A::kTripCount, A::kBody};
 constexpr A kGte[] = {A::kIndex};
 constexpr A kParameter[] = {A::kRange};
-constexpr A kCustomCall[] = {A::kCustomCallTarget, A::kFlops, A::kRegion, A::kReduceDims};
+constexpr A kCustomCall[] = {A::kCustomCallTarget, A::kFlops, A::kRegion, A::kRegionDims};
 
 }  // namespace
 

@@ -45,7 +45,7 @@ enum class Attr : uint8_t {
   kCustomCallTarget,    // custom_call_target="te_fused_attn_forward_ffi"
   kFlops,               // flops=1.5e12
   kRegion,              // region=%add (a custom-call's called computation)
-  kReduceDims,          // reduce_dims={1} (the dims an xla:reduce custom-call reduces)
+  kRegionDims,          // region_dims={1} (the dims a custom-call's region reduces or sorts)
   kSharding,            // sharding={devices=[2,1]0,1}
   kScope,               // scope="moe/gate"
 };

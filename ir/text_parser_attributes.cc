@@ -77,7 +77,7 @@ std::string Parser::Takes(Opcode op) {
 void Parser::ParseAttributeValue(Instruction& instr, Attr a) {
   switch (a) {
     case Attr::kDimensions:
-    case Attr::kReduceDims: instr.dimensions = ReadIntList(lex_); break;
+    case Attr::kRegionDims: instr.dimensions = ReadIntList(lex_); break;
     case Attr::kSlice: ReadSlice(lex_, instr); break;
     case Attr::kDynamicSliceSizes: instr.slice_sizes = ReadIntList(lex_); break;
     case Attr::kPadding: ReadPadding(lex_, instr); break;

@@ -262,7 +262,7 @@ class InstructionPrinter {
       case Attr::kRange: return i.argument_range.has_value();
       case Attr::kFlops: return i.custom_call_flops != 0;
       case Attr::kRegion: return i.body != nullptr;
-      case Attr::kReduceDims: return !i.dimensions.empty();
+      case Attr::kRegionDims: return !i.dimensions.empty();
       case Attr::kScope: return !i.scope.empty();
       default: return true;
     }
@@ -328,7 +328,7 @@ class InstructionPrinter {
       case Attr::kScope: AppendQuoted(i.scope, &out_); break;
       case Attr::kCustomCallTarget: AppendQuoted(i.custom_call_target, &out_); break;
       case Attr::kFlops: AppendDouble(i.custom_call_flops, &out_); break;
-      case Attr::kReduceDims: IntList(i.dimensions); break;
+      case Attr::kRegionDims: IntList(i.dimensions); break;
     }
   }
 

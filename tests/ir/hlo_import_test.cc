@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -617,8 +618,8 @@ ENTRY e {
             .find("a dim is named twice") != std::string::npos);
 }
 
-TEST_CASE("scatter and multi-array sorts are opaque kernels; one-array sorts and "
-          "reduce-precision are podsim ops") {
+TEST_CASE("scatter is an opaque kernel, a multi-array sort keeps its comparator; one-array "
+          "sorts and reduce-precision are podsim ops") {
   const auto r = Import(R"(HloModule m
 add { a = f32[] parameter(0)
   b = f32[] parameter(1)
@@ -870,12 +871,12 @@ TEST_CASE("a general reduction keeps its computation: interpreted, printed and p
   CHECK(am->custom_call_target == "xla:reduce");
   REQUIRE(am->body != nullptr);
   CHECK(am->dimensions == std::vector<int64_t>{1});
-  // podsim's text form keeps the computation (region=) and the dims (reduce_dims=), and is not
+  // podsim's text form keeps the computation (region=) and the dims (region_dims=), and is not
   // taken for XLA's.
   const std::string text = PrintModule(*r.module);
   CHECK(text.find("region=%argmax") != std::string::npos);
   CHECK_FALSE(LooksLikeXlaHlo(text));
-  CHECK(text.find("reduce_dims={1}") != std::string::npos);
+  CHECK(text.find("region_dims={1}") != std::string::npos);
   const std::unique_ptr<Module> back = ParseModule(text);
   Verify(*back);
   CHECK(PrintModule(*back) == text);
@@ -885,6 +886,62 @@ TEST_CASE("a general reduction keeps its computation: interpreted, printed and p
   // Dead-code removal keeps the called computations.
   back->RemoveDeadCode();
   check(*back);
+}
+
+TEST_CASE("a key-value sort applies its comparator: stable, along its dim, any comparator safe") {
+  const auto r = Import(R"(HloModule m
+lt { a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  c = s32[] parameter(2)
+  d = s32[] parameter(3)
+  ROOT e = pred[] compare(a, b), direction=LT }
+gt { a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  c = s32[] parameter(2)
+  d = s32[] parameter(3)
+  ROOT e = pred[] compare(a, b), direction=GT }
+ge { a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  c = s32[] parameter(2)
+  d = s32[] parameter(3)
+  ROOT e = pred[] compare(a, b), direction=GE }
+ENTRY e {
+  k = f32[2,4] parameter(0)
+  v = s32[2,4] iota(), iota_dimension=1
+  up = (f32[2,4], s32[2,4]) sort(k, v), dimensions={1}, is_stable=true, to_apply=lt
+  down = (f32[2,4], s32[2,4]) sort(k, v), dimensions={1}, is_stable=true, to_apply=gt
+  odd = (f32[2,4], s32[2,4]) sort(k, v), dimensions={1}, to_apply=ge
+  ROOT t = ((f32[2,4], s32[2,4]), (f32[2,4], s32[2,4]), (f32[2,4], s32[2,4])) tuple(up, down, odd)
+})");
+  // keys [[3,1,2,1],[0,5,5,4]], values their positions. Ascending and stable: row 0 keys
+  // 1 1 2 3 from positions 1 3 2 0; row 1 keys 0 4 5 5 from 0 3 1 2. Descending: 3 2 1 1 from
+  // 0 2 1 3; 5 5 4 0 from 1 2 3 0 (ties keep their order).
+  const Literal out = Run(*r.module, {F32({2, 4}, {3, 1, 2, 1, 0, 5, 5, 4})});
+  REQUIRE(out.elements.size() == 3);
+  CHECK(out.elements[0].elements[0].values == std::vector<double>{1, 1, 2, 3, 0, 4, 5, 5});
+  CHECK(out.elements[0].elements[1].values == std::vector<double>{1, 3, 2, 0, 0, 3, 1, 2});
+  CHECK(out.elements[1].elements[0].values == std::vector<double>{3, 2, 1, 1, 5, 5, 4, 0});
+  CHECK(out.elements[1].elements[1].values == std::vector<double>{0, 2, 1, 3, 1, 2, 3, 0});
+  // GE is not a strict order: the result is still each row's keys and values, permuted alike.
+  const Literal& odd = out.elements[2];
+  for (int row = 0; row < 2; ++row) {
+    std::vector<double> keys, pos;
+    for (int j = 0; j < 4; ++j) {
+      keys.push_back(odd.elements[0].values[static_cast<size_t>(4 * row + j)]);
+      pos.push_back(odd.elements[1].values[static_cast<size_t>(4 * row + j)]);
+    }
+    std::vector<double> sorted_pos = pos;
+    std::sort(sorted_pos.begin(), sorted_pos.end());
+    CHECK(sorted_pos == std::vector<double>{0, 1, 2, 3});
+    const double in[2][4] = {{3, 1, 2, 1}, {0, 5, 5, 4}};
+    for (int j = 0; j < 4; ++j) CHECK(keys[static_cast<size_t>(j)] == in[row][static_cast<int>(pos[static_cast<size_t>(j)])]);
+  }
+  const Instruction* up = Find(*r.module, "up");
+  REQUIRE(up != nullptr);
+  CHECK(up->custom_call_target == "xla:sort");
+  CHECK(up->dimensions == std::vector<int64_t>{1});
+  const std::unique_ptr<Module> back = ParseModule(PrintModule(*r.module));
+  CHECK(Run(*back, {F32({2, 4}, {3, 1, 2, 1, 0, 5, 5, 4})}) == out);
 }
 
 TEST_CASE("LooksLikeXlaHlo tells XLA's text from podsim's") {
