@@ -117,8 +117,12 @@ Instruction* Lowerer::LowerReduce(Computation* c, const Values& v, const HloInst
       for (const WindowDim& w : h.attrs.window) applications *= static_cast<double>(w.size);
     }
     Instruction* opaque = Opaque(c, v, h, applications * OpsPerApplication(*h.to_apply));
-    // A reduce keeps its computation: a general reduction.
-    return h.opcode == "reduce" ? WithRegion(opaque, h) : opaque;
+    // Each keeps its computation: a general reduction or reduce-window.
+    if (h.opcode == "reduce-window") {
+      opaque->window = h.attrs.window;
+      if (opaque->window.empty()) opaque->window.resize(static_cast<size_t>(Operand(v, h, 0)->shape.rank()));
+    }
+    return WithRegion(opaque, h);
   }
   const ReduceKind kind = *known;
   Instruction* x = Operand(v, h, 0);
@@ -325,22 +329,59 @@ Instruction* Lowerer::Opaque(Computation* c, const Values& v, const HloInstr& h,
 }
 
 Instruction* Lowerer::WithRegion(Instruction* opaque, const HloInstr& h) {
-  const HloComputation& callee = Callee(*h.to_apply);
+  return WithRegion(opaque, h, *h.to_apply);
+}
+
+Instruction* Lowerer::WithRegion(Instruction* opaque, const HloInstr& h, const NameRef& ref) {
+  const HloComputation& callee = Callee(ref);
   Computation* body = out_.module->AddComputation(out_.module->UniqueName(callee.name));
   body->set_root(Lower(callee, body, ParamMode::kEntry, {}));
   opaque->body = body;
   opaque->dimensions = h.attrs.dimensions;
+  // With its region, the form is checked (ir/shape_rules_collective.cc).
+  CheckShapeRule(opaque, h);
   return opaque;
 }
 
 Instruction* Lowerer::LowerSelectAndScatter(Computation* c, const Values& v, const HloInstr& h) {
-  // (operand, source, init), window: for each source element, a select over its window of the
-  // operand (one application of select= per window element) and a scatter of it (one).
+  // (operand, source, init), window: each window of the operand selects one position by
+  // select= (as XLA's evaluator: the first tap, replaced by a later tap unless select(kept,
+  // tap)), one application per tap; then each source element is combined into the output,
+  // init everywhere, at its window's position by scatter=.
   RequireOperands(h, 3);
-  const Shape& source = Operand(v, h, 1)->shape;
-  double window = 1;
-  for (const WindowDim& w : h.attrs.window) window *= static_cast<double>(w.size);
-  return Opaque(c, v, h, static_cast<double>(source.NumElements()) * (window + 1));
+  if (!h.select || !h.scatter) {
+    Fail(h.opcode_loc, "select-and-scatter " + h.name + " needs select= and scatter=");
+  }
+  Instruction* x = Operand(v, h, 0);
+  Instruction* source = Operand(v, h, 1);
+  Instruction* init = Operand(v, h, 2);
+  if (x->shape.is_tuple || source->shape.is_tuple || init->shape.is_tuple ||
+      init->shape.rank() != 0 || h.shape != x->shape) {
+    Fail(h.opcode_loc, "select-and-scatter " + h.name +
+                           " takes an array, a source and a scalar init, and gives the array's shape");
+  }
+  std::vector<WindowDim> window = h.attrs.window;
+  if (window.empty()) window.resize(static_cast<size_t>(x->shape.rank()));
+  double taps = 1;
+  for (const WindowDim& w : window) taps *= static_cast<double>(w.size);
+  Instruction* chosen = Make(c, h, Opcode::kCustomCall, Shape(DType::kS32, source->shape.dims), {x},
+                             "select", [&](Instruction& a) {
+                               a.custom_call_target = "xla:window-select";
+                               a.custom_call_flops = static_cast<double>(source->shape.NumElements()) *
+                                                     taps * OpsPerApplication(*h.select);
+                               a.window = window;
+                             });
+  WithRegion(chosen, h, *h.select);
+  const Shape flat(x->shape.dtype, {x->shape.NumElements()});
+  Instruction* table = BroadcastTo(c, h, init, flat);
+  Instruction* scattered = Make(
+      c, h, Opcode::kCustomCall, flat, {table, chosen, source}, "scatter", [&](Instruction& a) {
+        a.custom_call_target = "xla:scatter";
+        a.custom_call_flops = static_cast<double>(source->shape.NumElements()) *
+                              OpsPerApplication(*h.scatter);
+      });
+  WithRegion(scattered, h, *h.scatter);
+  return Make(c, h, Opcode::kReshape, h.shape, {scattered}, "");
 }
 
 }  // namespace podsim::ir::hlo_internal

@@ -41,6 +41,7 @@ struct HloInstr {
   std::vector<Sharding> tuple_sharding;
 
   std::optional<NameRef> to_apply, condition, body, calls, true_computation, false_computation;
+  std::optional<NameRef> select, scatter;  // select-and-scatter
   std::vector<NameRef> branch_computations;
   std::string custom_call_target;
   std::string backend_config;

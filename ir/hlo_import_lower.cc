@@ -89,6 +89,11 @@ Instruction* Lowerer::Emit(Computation* c, const HloInstr& h, Opcode op, const S
   ins->scope = ScopeOf(h);
   if (out_.partitioned) ins->sharding.reset();
   Instruction* added = c->Add(std::move(ins));
+  CheckShapeRule(added, h);
+  return added;
+}
+
+void Lowerer::CheckShapeRule(const Instruction* added, const HloInstr& h) const {
   Shape expected;
   try {
     expected = InferShape(*added);
@@ -97,10 +102,9 @@ Instruction* Lowerer::Emit(Computation* c, const HloInstr& h, Opcode op, const S
   }
   if (expected != added->shape) {
     Fail(h.shape_loc, h.name + ": shape " + added->shape.ToString() + " does not match the " +
-                          std::string(OpcodeName(op)) + " shape rule, which gives " +
+                          std::string(OpcodeName(added->opcode)) + " shape rule, which gives " +
                           expected.ToString());
   }
-  return added;
 }
 
 Instruction* Lowerer::Operand(const Values& values, const HloInstr& h, size_t k) const {

@@ -54,6 +54,9 @@ class Lowerer {
   Instruction* Emit(Computation* c, const HloInstr& h, Opcode op, const Shape& shape,
                     std::vector<Instruction*> operands, const std::string& name = "");
 
+  // The instruction's shape is the one its rule gives; an error at h otherwise.
+  void CheckShapeRule(const Instruction* added, const HloInstr& h) const;
+
   Instruction* Operand(const Values& values, const HloInstr& h, size_t k) const;
 
   void RequireOperands(const HloInstr& h, size_t n) const;
@@ -65,7 +68,9 @@ class Lowerer {
   // The ops of a computation applied per element (its instructions but parameters and
   // constants): the flops of one application, for the kernels podsim keeps opaque.
   double OpsPerApplication(const NameRef& ref) const;
-  // select-and-scatter and rng-bit-generator: opaque kernels with their flops.
+  // select-and-scatter: "xla:window-select" (the select= region) giving the operand position
+  // each source element goes to, then "xla:scatter" of the source into init (the scatter=
+  // region).
   Instruction* LowerSelectAndScatter(Computation* c, const Values& v, const HloInstr& h);
 
   static bool IsScalarConstant(const Instruction* i, double* v);
@@ -147,13 +152,20 @@ class Lowerer {
   // An op podsim has no rule for, as an opaque kernel that reads its operands, writes its result
   // and does `flops` (custom-call "xla:<opcode>"); its values cannot be interpreted.
   Instruction* Opaque(Computation* c, const Values& v, const HloInstr& h, double flops);
-  // Gives `opaque` the computation h calls (to_apply=, lowered over scalars) as its region and
-  // h's dims, so the interpreter can apply it (a general reduction or sort); returns it.
+  // Gives `opaque` the computation h calls (to_apply=, or `ref`, lowered over scalars) as its
+  // region and h's dims, so the interpreter can apply it; returns it.
   Instruction* WithRegion(Instruction* opaque, const HloInstr& h);
+  Instruction* WithRegion(Instruction* opaque, const HloInstr& h, const NameRef& ref);
 
-  // hlo_import_indexing.cc: XLA's gather (indexed dims of one element: podsim's gather at the
-  // linear index of the clamped starts), scatter (an opaque kernel), sort (podsim's sort for
-  // one array and a GT/LT comparator, else opaque) and reduce-precision.
+  // hlo_import_indexing.cc: XLA's gather (podsim's gather at the linear index of the clamped
+  // starts), scatter ("xla:scatter" at the row index of the starts, -1 for a skipped window),
+  // sort (podsim's sort for one array and a GT/LT comparator, else "xla:sort") and
+  // reduce-precision.
+  // Component k of the index vectors of `idx` (index_vector_dim ivd) over the batch dims, in
+  // the indices' type.
+  Instruction* StartComponent(Computation* c, const HloInstr& h, Instruction* idx, int64_t ivd,
+                              int64_t k, const std::vector<int64_t>& batch_dims,
+                              const std::string& tag);
   Instruction* LowerGather(Computation* c, const Values& v, const HloInstr& h);
   Instruction* LowerScatter(Computation* c, const Values& v, const HloInstr& h);
   Instruction* LowerSort(Computation* c, const Values& v, const HloInstr& h);

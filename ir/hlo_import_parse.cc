@@ -255,6 +255,10 @@ class HloParser {
       i.to_apply = Ref("a computation name");
     } else if (key == "condition") {
       i.condition = Ref("a computation name");
+    } else if (key == "select") {
+      i.select = Ref("a computation name");
+    } else if (key == "scatter") {
+      i.scatter = Ref("a computation name");
     } else if (key == "body") {
       i.body = Ref("a computation name");
     } else if (key == "calls") {

@@ -65,14 +65,16 @@
 // custom-call          custom_call_target, flops; any operands; the result shape as declared.
 //                      An operation podsim does not model (an imported program's fused-attention
 //                      kernel, ...): it reads its operands and writes its result once and does
-//                      `flops` floating-point operations on the matrix unit; the interpreter,
-//                      the partitioner and autodiff refuse it. With a body (printed
-//                      region=%comp) and target "xla:reduce" it is a general reduction:
-//                      operands n inputs of one shape and n scalar inits, `dimensions`
-//                      (region_dims=) reduced, the body applied (acc..., x...) -> acc over
-//                      scalars; with "xla:sort" a sort of its operands (arrays of one shape)
-//                      along dimensions[0] by the body as a comparator, stable. The
-//                      interpreter evaluates both; the partitioner runs them whole.
+//                      `flops` floating-point operations on the matrix unit; the interpreter
+//                      and autodiff refuse it, the partitioner runs it whole on replicated
+//                      operands. With a body (printed
+//                      region=%comp, a computation over scalars) the importer's forms of XLA
+//                      ops that call a computation (ir/interpreter_internal.h has each rule):
+//                      "xla:reduce" (region_dims= reduced), "xla:sort" (along region_dims[0]),
+//                      "xla:scatter" (tables, a row index array, updates),
+//                      "xla:reduce-window" and "xla:window-select" (region_window= in
+//                      `window`). The interpreter evaluates them; the partitioner runs them
+//                      whole.
 
 #include <cstdint>
 #include <optional>

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 
@@ -191,26 +192,35 @@ class Lockstep {
     return out;
   }
 
-  // A custom-call that applies its called computation (an imported general reduction or sort):
-  // the computation runs on scalars, one partition at a time.
+  // A custom-call that applies its called computation (an imported general reduction, sort,
+  // scatter, reduce-window or window selection): the computation runs on scalars, one partition
+  // at a time.
   Values RunRegion(const Instruction& i, const std::vector<const Values*>& operands) {
-    const bool sort = i.custom_call_target == "xla:sort";
-    if (!sort && i.custom_call_target != "xla:reduce") {
-      Fail(i, "custom-call \"" + i.custom_call_target + "\" is not interpretable");
+    using Eval = Literal (*)(const Instruction&, const interp::Operands&, const interp::Apply&);
+    static constexpr std::pair<std::string_view, Eval> kEvals[] = {
+        {"xla:reduce", interp::EvalGeneralReduce},
+        {"xla:sort", interp::EvalGeneralSort},
+        {"xla:scatter", interp::EvalGeneralScatter},
+        {"xla:reduce-window", interp::EvalGeneralReduceWindow},
+        {"xla:window-select", interp::EvalWindowSelect},
+    };
+    Eval eval = nullptr;
+    for (const auto& [target, e] : kEvals) {
+      if (i.custom_call_target == target) eval = e;
     }
+    if (eval == nullptr) Fail(i, "custom-call \"" + i.custom_call_target + "\" is not interpretable");
     const size_t copies = partition_ids_.size();
     Values out(copies);
     for (size_t c = 0; c < copies; ++c) {
       Operands ops;
       for (const Values* v : operands) ops.push_back(&(*v)[c]);
       Lockstep scalar({partition_ids_[c]}, num_partitions_, /*collectives_allowed=*/false);
-      const auto apply = [&](std::vector<Literal> args) {
+      const interp::Apply apply = [&](std::vector<Literal> args) {
         std::vector<Values> params;
         for (Literal& a : args) params.push_back({std::move(a)});
         return std::move(scalar.Run(*i.body, std::move(params))[0]);
       };
-      out[c] = sort ? interp::EvalGeneralSort(i, ops, apply)
-                    : interp::EvalGeneralReduce(i, ops, apply);
+      out[c] = eval(i, ops, apply);
     }
     return out;
   }

@@ -131,20 +131,39 @@ Literal EvalAutoToManual(const Instruction& instr, const Literal& x, int64_t par
                          int64_t num_partitions);
 Literal EvalManualToAuto(const Instruction& instr, const Operands& inputs);
 
-// An imported general reduction (custom-call "xla:reduce" with to_apply): operands n inputs of
-// one shape and n scalar inits; region_dims removed from the output (an array, or a tuple of
-// n). Each output element folds the inputs' elements over the reduced dims in row-major order:
-// acc = apply(acc..., x...), from the inits (interpreter_reduce.cc).
-Literal EvalGeneralReduce(const Instruction& instr, const Operands& ops,
-                          const std::function<Literal(std::vector<Literal>)>& apply);
+// Custom-calls with a called computation (an imported program's region; interpreter_regions.cc).
+// `apply` runs the computation on scalar arguments and returns its scalar or tuple of scalars.
+using Apply = std::function<Literal(std::vector<Literal>)>;
 
-// An imported sort of n arrays of one shape by a comparator (custom-call "xla:sort" with a
-// region): each 1-D slice along region_dims[0] is ordered stably by less(a, b) = the region
-// applied to (x0[a], x0[b], x1[a], x1[b], ...), and every array permuted alike; the result is
-// an array, or a tuple of n. A merge sort: any comparator gives some permutation, never
-// undefined behaviour (interpreter_reduce.cc).
-Literal EvalGeneralSort(const Instruction& instr, const Operands& ops,
-                        const std::function<Literal(std::vector<Literal>)>& compare);
+// "xla:reduce": operands n inputs of one shape and n scalar inits; region_dims removed from the
+// output (an array, or a tuple of n). Each output element folds the inputs' elements over the
+// reduced dims in row-major order: acc = apply(acc..., x...), from the inits.
+Literal EvalGeneralReduce(const Instruction& instr, const Operands& ops, const Apply& apply);
+
+// "xla:sort": n arrays of one shape; each 1-D slice along region_dims[0] is ordered stably by
+// less(a, b) = the region applied to (x0[a], x0[b], x1[a], x1[b], ...), and every array
+// permuted alike; the result is an array, or a tuple of n. A merge sort: any comparator gives
+// some permutation, never undefined behaviour.
+Literal EvalGeneralSort(const Instruction& instr, const Operands& ops, const Apply& compare);
+
+// "xla:scatter" (the importer's form of XLA's scatter): operands n tables [rows, row...], an
+// integer index array I and n updates [I..., row...]. For each index element u in row-major
+// order whose value j is a row (0 <= j < rows), every element r of row j becomes
+// combine(tables...[j, r], updates...[u, r]); other values (the importer's -1 for a window XLA
+// skips) change nothing. The result is the tables (an array, or a tuple of n).
+Literal EvalGeneralScatter(const Instruction& instr, const Operands& ops, const Apply& combine);
+
+// "xla:reduce-window": n inputs of one shape and n scalar inits, region_window one dim per
+// input dim; each output element folds, from the inits, the window's taps that land on input
+// elements in row-major tap order (taps on padding or dilation holes are skipped, as XLA's
+// evaluator skips them).
+Literal EvalGeneralReduceWindow(const Instruction& instr, const Operands& ops, const Apply& apply);
+
+// "xla:window-select" (the first half of an imported select-and-scatter): for each window of
+// its one operand (region_window), the row-major position in the operand of the selected tap:
+// the first tap on the operand, then each later tap c replaces the choice s unless
+// select(x[s], x[c]) is true (XLA's rule); -1 for a window on padding only.
+Literal EvalWindowSelect(const Instruction& instr, const Operands& ops, const Apply& select);
 
 // A uniform double in [0, 1) that depends only on (seed, index): a SplitMix64-style hash.
 double UniformHash(uint64_t seed, uint64_t index);

@@ -160,12 +160,78 @@ Shape ShapeRules::HandleGetTupleElement(const Instruction& i) {
   return t.tuple_shapes[i.tuple_index];
 }
 
-// Whatever it was declared to give; it needs a target to be told apart.
+namespace {
+
+// The importer's region forms whose operands determine the result (ir/instruction.h):
+// "xla:scatter" (tables, an index array, updates) and the windowed "xla:reduce-window" and
+// "xla:window-select". A form that does not fit is an error here, not in the interpreter.
+void CheckRegionForm(const Checker& c, const Instruction& i) {
+  auto shape = [&](size_t k) -> const Shape& {
+    const Shape& s = i.operands[k]->shape;
+    c.Require(!s.is_tuple, "operand " + std::to_string(k) + " is a tuple");
+    return s;
+  };
+  const size_t n = i.operands.size() / 2;
+  auto results = [&](const std::vector<int64_t>& dims, size_t first_typed) {
+    std::vector<Shape> outs;
+    for (size_t k = 0; k < n; ++k) outs.emplace_back(shape(first_typed + k).dtype, dims);
+    const Shape want = n == 1 ? outs[0] : Shape::Tuple(outs);
+    c.Require(i.shape == want, "its operands give " + want.ToString() + ", not " + i.shape.ToString());
+  };
+  const std::string& t = i.custom_call_target;
+  if (t == "xla:scatter") {
+    c.Require(n >= 1 && i.operands.size() % 2 == 1,
+              "a scatter takes tables, one index array and as many updates");
+    const Shape& table = shape(0);
+    c.Require(table.rank() >= 1, "a scatter's table needs rank >= 1");
+    c.Require(IsInteger(shape(n).dtype), "a scatter's index array must be integer");
+    std::vector<int64_t> updates = shape(n).dims;
+    updates.insert(updates.end(), table.dims.begin() + 1, table.dims.end());
+    for (size_t k = 0; k < n; ++k) {
+      c.Require(shape(k).dims == table.dims, "a scatter's tables differ in shape");
+      c.Require(shape(n + 1 + k).dims == updates,
+                "update " + std::to_string(k) + " is " + shape(n + 1 + k).ToString() +
+                    "; the index array and the table's rows give " + DimsToString(updates));
+    }
+    results(table.dims, 0);
+    return;
+  }
+  const bool select = t == "xla:window-select";
+  if (!select && t != "xla:reduce-window") return;
+  c.Require(select ? i.operands.size() == 1 : n >= 1 && i.operands.size() % 2 == 0,
+            select ? "a window selection takes one array"
+                   : "a reduce-window takes inputs and as many scalar inits");
+  const Shape& in = shape(0);
+  c.Require(i.window.size() == in.dims.size(), "needs one region_window dim per input dim");
+  CheckWindow(c, i.window);
+  std::vector<int64_t> out;
+  for (size_t d = 0; d < in.dims.size(); ++d) {
+    const int64_t e = WindowedExtent(c, in.dims[d], i.window[d]);
+    c.Require(e >= 0, "the window does not fit dim " + std::to_string(d));
+    out.push_back(e);
+  }
+  if (select) {
+    c.Require(i.shape == Shape(DType::kS32, out), "a window selection gives " +
+                                                       Shape(DType::kS32, out).ToString());
+    return;
+  }
+  for (size_t k = 0; k < n; ++k) {
+    c.Require(shape(k).dims == in.dims, "a reduce-window's inputs differ in shape");
+    c.Require(shape(n + k).rank() == 0, "a reduce-window's inits must be scalars");
+  }
+  results(out, n);
+}
+
+}  // namespace
+
+// Whatever it was declared to give; it needs a target to be told apart. A region form the
+// interpreter evaluates must fit its operands.
 Shape ShapeRules::HandleCustomCall(const Instruction& i) {
   const Checker& c = c_;
   c.Require(!i.custom_call_target.empty(), "needs custom_call_target=\"...\"");
   c.Require(i.custom_call_flops >= 0 && std::isfinite(i.custom_call_flops),
             "flops must be a finite number >= 0");
+  if (i.body != nullptr) CheckRegionForm(c, i);
   return i.shape;
 }
 

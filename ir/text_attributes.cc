@@ -45,6 +45,7 @@ constexpr std::array<AttrInfo, kNumAttrs> kAttrs = {{
     {"flops", Presence::kWhenSet},
     {"region", Presence::kWhenSet},
     {"region_dims", Presence::kWhenSet},
+    {"region_window", Presence::kWhenSet},
     {"sharding", Presence::kWhenSet},
     {"scope", Presence::kWhenSet},
 }};
@@ -73,7 +74,8 @@ constexpr A kPermute[] = {A::kSourceTargetPairs};
 constexpr A kLoop[] = {A::kTripCount, A::kBody};
 constexpr A kGte[] = {A::kIndex};
 constexpr A kParameter[] = {A::kRange};
-constexpr A kCustomCall[] = {A::kCustomCallTarget, A::kFlops, A::kRegion, A::kRegionDims};
+constexpr A kCustomCall[] = {A::kCustomCallTarget, A::kFlops, A::kRegion, A::kRegionDims,
+                             A::kRegionWindow};
 
 }  // namespace
 

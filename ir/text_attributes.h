@@ -46,6 +46,7 @@ enum class Attr : uint8_t {
   kFlops,               // flops=1.5e12
   kRegion,              // region=%add (a custom-call's called computation)
   kRegionDims,          // region_dims={1} (the dims a custom-call's region reduces or sorts)
+  kRegionWindow,        // region_window={size=2 stride=2} (the window of a custom-call's region)
   kSharding,            // sharding={devices=[2,1]0,1}
   kScope,               // scope="moe/gate"
 };

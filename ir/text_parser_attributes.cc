@@ -64,16 +64,6 @@ std::string Parser::Takes(Opcode op) {
   return out + ", sharding, scope";
 }
 
-
-
-
-
-
-
-
-
-
-
 void Parser::ParseAttributeValue(Instruction& instr, Attr a) {
   switch (a) {
     case Attr::kDimensions:
@@ -85,7 +75,8 @@ void Parser::ParseAttributeValue(Instruction& instr, Attr a) {
     case Attr::kRhsBatchDims: instr.dot.rhs_batch = ReadIntList(lex_); break;
     case Attr::kLhsContractingDims: instr.dot.lhs_contracting = ReadIntList(lex_); break;
     case Attr::kRhsContractingDims: instr.dot.rhs_contracting = ReadIntList(lex_); break;
-    case Attr::kWindow: ReadWindow(lex_, instr); break;
+    case Attr::kWindow:
+    case Attr::kRegionWindow: ReadWindow(lex_, instr); break;
     case Attr::kDimLabels: ReadDimLabels(lex_, instr); break;
     case Attr::kFeatureGroupCount: instr.feature_group_count = lex_.Int(); break;
     case Attr::kKind: {

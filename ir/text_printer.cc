@@ -263,6 +263,7 @@ class InstructionPrinter {
       case Attr::kFlops: return i.custom_call_flops != 0;
       case Attr::kRegion: return i.body != nullptr;
       case Attr::kRegionDims: return !i.dimensions.empty();
+      case Attr::kRegionWindow: return !i.window.empty();
       case Attr::kScope: return !i.scope.empty();
       default: return true;
     }
@@ -285,7 +286,8 @@ class InstructionPrinter {
       case Attr::kRhsBatchDims: IntList(i.dot.rhs_batch); break;
       case Attr::kLhsContractingDims: IntList(i.dot.lhs_contracting); break;
       case Attr::kRhsContractingDims: IntList(i.dot.rhs_contracting); break;
-      case Attr::kWindow: Window(i.window); break;
+      case Attr::kWindow:
+      case Attr::kRegionWindow: Window(i.window); break;
       case Attr::kDimLabels: DimLabels(i.conv); break;
       case Attr::kFeatureGroupCount: AppendInt(i.feature_group_count, &out_); break;
       case Attr::kKind: out_.append(ReduceKindName(i.reduce_kind)); break;

@@ -16,49 +16,10 @@
 #include "ir/proto.h"
 #include "ir/text.h"
 #include "ir/verifier.h"
+#include "tests/ir/hlo_import_util.h"
 
 namespace podsim::ir {
 namespace {
-
-HloImport Import(const std::string& text, const HloImportOptions& options = {}) {
-  return ImportHlo(text, "t.hlo", options);
-}
-
-Literal Run(const Module& m, std::vector<Literal> args) { return Interpret(m, args); }
-
-Literal F32(std::vector<int64_t> dims, std::vector<double> v) {
-  return Literal(Shape(DType::kF32, std::move(dims)), std::move(v));
-}
-
-const Instruction* Find(const Module& m, const std::string& name) {
-  for (const auto& c : m.computations()) {
-    for (const auto& i : c->instructions()) {
-      if (i->name == name) return i.get();
-    }
-  }
-  return nullptr;
-}
-
-int Count(const Module& m, Opcode op) {
-  int n = 0;
-  for (const auto& c : m.computations()) {
-    for (const auto& i : c->instructions()) n += i->opcode == op;
-  }
-  return n;
-}
-
-// The error of importing `text`: "t.hlo:LINE:COL: ..." (checked), returned whole.
-std::string ImportError(const std::string& text, const HloImportOptions& options = {}) {
-  try {
-    Import(text, options);
-  } catch (const Error& e) {
-    const std::string m = e.what();
-    CHECK_MESSAGE(m.rfind("t.hlo:", 0) == 0, m);
-    return m;
-  }
-  FAIL("expected an import error");
-  return "";
-}
 
 TEST_CASE("bare names, layouts and a one-line module import and run") {
   // XLA's tools/data/add.hlo, as written there.
@@ -618,8 +579,8 @@ ENTRY e {
             .find("a dim is named twice") != std::string::npos);
 }
 
-TEST_CASE("scatter is an opaque kernel, a multi-array sort keeps its comparator; one-array "
-          "sorts and reduce-precision are podsim ops") {
+TEST_CASE("scatter's and a multi-array sort's costs; one-array sorts and reduce-precision are "
+          "podsim ops") {
   const auto r = Import(R"(HloModule m
 add { a = f32[] parameter(0)
   b = f32[] parameter(1)
@@ -658,7 +619,8 @@ ENTRY e {
   REQUIRE(s_add != nullptr);
   CHECK(s_add->opcode == Opcode::kCustomCall);
   CHECK(s_add->custom_call_target == "xla:scatter");
-  // Reads x (128 B), i (24 B) and u (96 B); writes 128 B; one add per update element (24).
+  // Rows of x are what it indexes: no transpose, the kernel itself. Reads x (128 B), the row
+  // index (6 x s32, 24 B) and u (96 B); writes 128 B; one add per update element (24).
   const Cost ca = InstructionCost(*s_add);
   CHECK(ca.bytes_read == 248);
   CHECK(ca.bytes_written == 128);
@@ -781,167 +743,6 @@ ENTRY e {
   CHECK(out[1].elements[3].values[0] == 10 + 2 * 4);
   CHECK(out[0].elements[4].elements[1].values[1] == 11);      // x of partition 1
   CHECK(out[1].elements[4].elements[0].values[1] == 10 + 2);  // ard of partition 0
-}
-
-// Reduction computations in XLA's text: argmax over (value, index) pairs, and a product.
-constexpr const char* kReducers = R"(HloModule m
-argmax { a = f32[] parameter(0)
-  i = s32[] parameter(1)
-  b = f32[] parameter(2)
-  j = s32[] parameter(3)
-  g = pred[] compare(a, b), direction=GE
-  v = f32[] select(g, a, b)
-  k = s32[] select(g, i, j)
-  ROOT t = (f32[], s32[]) tuple(v, k) }
-mul { a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT m = f32[] multiply(a, b) }
-)";
-
-TEST_CASE("variadic and other reductions, select-and-scatter, rng-bit-generator: opaque with flops") {
-  const auto r = Import(std::string(kReducers) + R"(ge { a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT g = pred[] compare(a, b), direction=GE }
-add { a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT s = f32[] add(a, b) }
-ENTRY e {
-  x = f32[4,6] parameter(0)
-  ix = s32[4,6] iota(), iota_dimension=1
-  lo = f32[] constant(-inf)
-  z = s32[] constant(0)
-  one = f32[] constant(1)
-  am = (f32[4], s32[4]) reduce(x, ix, lo, z), dimensions={1}, to_apply=argmax
-  pr = f32[4] reduce(x, one), dimensions={1}, to_apply=mul
-  src = f32[2,3] parameter(1)
-  zero = f32[] constant(0)
-  ss = f32[4,6] select-and-scatter(x, src, zero), window={size=2x2 stride=2x2}, select=ge, scatter=add
-  st = u64[2] parameter(2)
-  rb = (u64[2], u32[4,4]) rng-bit-generator(st), algorithm=rng_default
-  ROOT t = ((f32[4], s32[4]), f32[4], f32[4,6], (u64[2], u32[4,4])) tuple(am, pr, ss, rb)
-})");
-  auto cost = [&](const char* name) {
-    const Instruction* i = Find(*r.module, name);
-    REQUIRE(i != nullptr);
-    CHECK(i->opcode == Opcode::kCustomCall);
-    return InstructionCost(*i);
-  };
-  // argmax: 24 elements, 3 ops per application (the compare and two selects; the tuple moves
-  // nothing).
-  CHECK(cost("am").flops == 24 * 3);
-  // A product: 24 multiplies; the init is an operand (read: 96 + 4 B).
-  CHECK(cost("pr").flops == 24);
-  CHECK(cost("pr").bytes_read == 100);
-  // 6 source elements, each a 2x2 window select and one scatter: 6 * 5.
-  CHECK(cost("ss").flops == 30);
-  // 16 random words.
-  CHECK(cost("rb").flops == 16);
-  CHECK(Find(*r.module, "ss")->custom_call_target == "xla:select-and-scatter");
-}
-
-TEST_CASE("a general reduction keeps its computation: interpreted, printed and parsed back") {
-  const auto r = Import(std::string(kReducers) + R"(ENTRY e {
-  x = f32[2,3] parameter(0)
-  ix = s32[2,3] iota(), iota_dimension=1
-  lo = f32[] constant(-inf)
-  z = s32[] constant(0)
-  one = f32[] constant(1)
-  two = f32[] constant(2)
-  am = (f32[2], s32[2]) reduce(x, ix, lo, z), dimensions={1}, to_apply=argmax
-  rows = f32[2] reduce(x, one), dimensions={1}, to_apply=mul
-  cols = f32[3] reduce(x, two), dimensions={0}, to_apply=mul
-  ROOT t = ((f32[2], s32[2]), f32[2], f32[3]) tuple(am, rows, cols)
-})");
-  // x = [[1, 5, 2], [7, 3, 7]]. argmax folds (value, index) from (-inf, 0) with a >= b keeping
-  // the accumulator: row 0 -> (5, 1); row 1 -> (7, 0), the first of the tied 7s. Products:
-  // rows 1*1*5*2 = 10 and 1*7*3*7 = 147; columns 2*1*7 = 14, 2*5*3 = 30, 2*2*7 = 28.
-  const Literal x = F32({2, 3}, {1, 5, 2, 7, 3, 7});
-  auto check = [&](const Module& m) {
-    const Literal out = Run(m, {x});
-    REQUIRE(out.elements.size() == 3);
-    REQUIRE(out.elements[0].elements.size() == 2);
-    CHECK(out.elements[0].elements[0].values == std::vector<double>{5, 7});
-    CHECK(out.elements[0].elements[1].values == std::vector<double>{1, 0});
-    CHECK(out.elements[1].values == std::vector<double>{10, 147});
-    CHECK(out.elements[2].values == std::vector<double>{14, 30, 28});
-  };
-  check(*r.module);
-  const Instruction* am = Find(*r.module, "am");
-  REQUIRE(am != nullptr);
-  CHECK(am->custom_call_target == "xla:reduce");
-  REQUIRE(am->body != nullptr);
-  CHECK(am->dimensions == std::vector<int64_t>{1});
-  // podsim's text form keeps the computation (region=) and the dims (region_dims=), and is not
-  // taken for XLA's.
-  const std::string text = PrintModule(*r.module);
-  CHECK(text.find("region=%argmax") != std::string::npos);
-  CHECK_FALSE(LooksLikeXlaHlo(text));
-  CHECK(text.find("region_dims={1}") != std::string::npos);
-  const std::unique_ptr<Module> back = ParseModule(text);
-  Verify(*back);
-  CHECK(PrintModule(*back) == text);
-  check(*back);
-  const std::unique_ptr<Module> proto = ModuleFromProtoBytes(ModuleToProtoBytes(*back));
-  check(*proto);
-  // Dead-code removal keeps the called computations.
-  back->RemoveDeadCode();
-  check(*back);
-}
-
-TEST_CASE("a key-value sort applies its comparator: stable, along its dim, any comparator safe") {
-  const auto r = Import(R"(HloModule m
-lt { a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  c = s32[] parameter(2)
-  d = s32[] parameter(3)
-  ROOT e = pred[] compare(a, b), direction=LT }
-gt { a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  c = s32[] parameter(2)
-  d = s32[] parameter(3)
-  ROOT e = pred[] compare(a, b), direction=GT }
-ge { a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  c = s32[] parameter(2)
-  d = s32[] parameter(3)
-  ROOT e = pred[] compare(a, b), direction=GE }
-ENTRY e {
-  k = f32[2,4] parameter(0)
-  v = s32[2,4] iota(), iota_dimension=1
-  up = (f32[2,4], s32[2,4]) sort(k, v), dimensions={1}, is_stable=true, to_apply=lt
-  down = (f32[2,4], s32[2,4]) sort(k, v), dimensions={1}, is_stable=true, to_apply=gt
-  odd = (f32[2,4], s32[2,4]) sort(k, v), dimensions={1}, to_apply=ge
-  ROOT t = ((f32[2,4], s32[2,4]), (f32[2,4], s32[2,4]), (f32[2,4], s32[2,4])) tuple(up, down, odd)
-})");
-  // keys [[3,1,2,1],[0,5,5,4]], values their positions. Ascending and stable: row 0 keys
-  // 1 1 2 3 from positions 1 3 2 0; row 1 keys 0 4 5 5 from 0 3 1 2. Descending: 3 2 1 1 from
-  // 0 2 1 3; 5 5 4 0 from 1 2 3 0 (ties keep their order).
-  const Literal out = Run(*r.module, {F32({2, 4}, {3, 1, 2, 1, 0, 5, 5, 4})});
-  REQUIRE(out.elements.size() == 3);
-  CHECK(out.elements[0].elements[0].values == std::vector<double>{1, 1, 2, 3, 0, 4, 5, 5});
-  CHECK(out.elements[0].elements[1].values == std::vector<double>{1, 3, 2, 0, 0, 3, 1, 2});
-  CHECK(out.elements[1].elements[0].values == std::vector<double>{3, 2, 1, 1, 5, 5, 4, 0});
-  CHECK(out.elements[1].elements[1].values == std::vector<double>{0, 2, 1, 3, 1, 2, 3, 0});
-  // GE is not a strict order: the result is still each row's keys and values, permuted alike.
-  const Literal& odd = out.elements[2];
-  for (int row = 0; row < 2; ++row) {
-    std::vector<double> keys, pos;
-    for (int j = 0; j < 4; ++j) {
-      keys.push_back(odd.elements[0].values[static_cast<size_t>(4 * row + j)]);
-      pos.push_back(odd.elements[1].values[static_cast<size_t>(4 * row + j)]);
-    }
-    std::vector<double> sorted_pos = pos;
-    std::sort(sorted_pos.begin(), sorted_pos.end());
-    CHECK(sorted_pos == std::vector<double>{0, 1, 2, 3});
-    const double in[2][4] = {{3, 1, 2, 1}, {0, 5, 5, 4}};
-    for (int j = 0; j < 4; ++j) CHECK(keys[static_cast<size_t>(j)] == in[row][static_cast<int>(pos[static_cast<size_t>(j)])]);
-  }
-  const Instruction* up = Find(*r.module, "up");
-  REQUIRE(up != nullptr);
-  CHECK(up->custom_call_target == "xla:sort");
-  CHECK(up->dimensions == std::vector<int64_t>{1});
-  const std::unique_ptr<Module> back = ParseModule(PrintModule(*r.module));
-  CHECK(Run(*back, {F32({2, 4}, {3, 1, 2, 1, 0, 5, 5, 4})}) == out);
 }
 
 TEST_CASE("LooksLikeXlaHlo tells XLA's text from podsim's") {

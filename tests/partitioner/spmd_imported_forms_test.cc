@@ -138,6 +138,52 @@ ENTRY e {
   ir::Verify(*r.module);
 }
 
+TEST_CASE("imported scatter, key-value sort, reduce-window and select-and-scatter run whole") {
+  // Each form calls a computation; with split operands the partitioner gathers them, runs the
+  // kernel on every partition with a copy of its computation, and the values equal the
+  // unpartitioned module's (rows 6 and 1 of x get the updates, row 6 twice).
+  ir::HloImport imported = ir::ImportHlo(R"(HloModule m
+add { a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b) }
+mul { a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] multiply(a, b) }
+ge { a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT g = pred[] compare(a, b), direction=GE }
+kv { a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  c = s32[] parameter(2)
+  d = s32[] parameter(3)
+  ROOT e = pred[] compare(a, b), direction=GT }
+ENTRY e {
+  x = f32[8,4] parameter(0), sharding={devices=[2,1]<=[2]}
+  u = f32[3,4] parameter(1)
+  i = s32[3,1] constant({{6},{1},{6}})
+  sc = f32[8,4] scatter(x, i, u), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add
+  pos = s32[8,4] iota(), iota_dimension=0
+  srt = (f32[8,4], s32[8,4]) sort(x, pos), dimensions={0}, to_apply=kv
+  one = f32[] constant(1)
+  rw = f32[4,4] reduce-window(x, one), window={size=2x1 stride=2x1}, to_apply=mul
+  zero = f32[] constant(0)
+  ss = f32[8,4] select-and-scatter(x, rw, zero), window={size=2x1 stride=2x1}, select=ge, scatter=add
+  ROOT t = (f32[8,4], (f32[8,4], s32[8,4]), f32[4,4], f32[8,4]) tuple(sc, srt, rw, ss)
+})", "t.hlo");
+  PartitionResult r = PropagateAndPartition(*imported.module, 2);
+  testing::CheckNumerics(*imported.module, r);
+  int64_t with_region = 0;
+  for (const auto& i : r.module->entry()->instructions()) {
+    if (i->opcode != ir::Opcode::kCustomCall) continue;
+    REQUIRE(i->body != nullptr);
+    CHECK(i->body->parent() == r.module.get());
+    ++with_region;
+  }
+  // scatter, sort, reduce-window, and select-and-scatter's selection and scatter.
+  CHECK(with_region == 5);
+  ir::Verify(*r.module);
+}
+
 TEST_CASE("the MaxText step of the HLO corpus partitions by its own Sharding custom-calls") {
   const std::string path = std::string(PODSIM_SOURCE_DIR) +
                            "/../shared/hlo-corpus/model_maxtext_train_step_before_opt.hlo";
