@@ -65,7 +65,7 @@ void RuleReads(const Instruction& i, const std::unordered_set<const Instruction*
     case Opcode::kNegate: case Opcode::kConvert: case Opcode::kAdd: case Opcode::kSubtract:
     case Opcode::kBroadcast: case Opcode::kReshape: case Opcode::kTranspose: case Opcode::kSlice:
     case Opcode::kPad: case Opcode::kConcatenate: case Opcode::kReverse: case Opcode::kCumsum:
-    case Opcode::kTuple: case Opcode::kGetTupleElement: case Opcode::kFloor: case Opcode::kCeil:
+    case Opcode::kTuple: case Opcode::kGetTupleElement:
       return;
     case Opcode::kExp: case Opcode::kSqrt: case Opcode::kRsqrt: case Opcode::kTanh:
       y();

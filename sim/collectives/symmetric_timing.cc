@@ -32,6 +32,25 @@ std::optional<std::vector<RepresentativeTransfer>> SymmetricAllToAllTransfers(
   return reps;
 }
 
+std::vector<Time> DoneByLocalCore(const std::vector<RepresentativeTransfer>& reps,
+                                  const std::vector<Time>& done, size_t first, size_t last,
+                                  int64_t cores_per_chip, Time start, int64_t block_bytes,
+                                  double local_copy_bandwidth) {
+  Time copy_end = start;
+  if (local_copy_bandwidth > 0) {
+    copy_end += TransferTime(Bytes{block_bytes}, BytesPerSecond{local_copy_bandwidth});
+  }
+  std::vector<Time> by_core(static_cast<size_t>(cores_per_chip), copy_end);
+  for (size_t k = first; k < last; ++k) {
+    // The representative's source, and (translated back) the destination's local index.
+    for (int64_t core : {reps[k].src_core, reps[k].dst_core % cores_per_chip}) {
+      Time& d = by_core[static_cast<size_t>(core)];
+      d = std::max(d, done[k]);
+    }
+  }
+  return by_core;
+}
+
 std::optional<SymmetricTiming> TimeSymmetricAllToAll(const CollectiveSpec& spec,
                                                      const topo::Topology& topology,
                                                      const std::string& algorithm,
@@ -52,23 +71,15 @@ std::optional<SymmetricTiming> TimeSymmetricAllToAll(const CollectiveSpec& spec,
   SymmetricTiming out;
   TimingResult& t = out.timing;
   // Each core's own block is a local copy (free unless copies have a bandwidth).
-  const Time copy_end =
-      options.local_copy_bandwidth > 0
-          ? start + TransferTime(Bytes{block}, BytesPerSecond{options.local_copy_bandwidth})
-          : start;
-  out.done_by_local_core.assign(static_cast<size_t>(cpc), copy_end);
+  out.done_by_local_core = DoneByLocalCore(reps, flow->done, 0, reps.size(), cpc, start, block,
+                                           options.local_copy_bandwidth);
   Time network_end = start;
-  for (size_t r = 0; r < reps.size(); ++r) {
-    const Time done = flow->done[r];
-    network_end = std::max(network_end, done);
-    // The representative's source, and (translated back) the destination's local index.
-    for (int64_t core : {reps[r].src_core, reps[r].dst_core % cpc}) {
-      Time& d = out.done_by_local_core[static_cast<size_t>(core)];
-      d = std::max(d, done);
-    }
-  }
+  for (const Time done : flow->done) network_end = std::max(network_end, done);
+  // The local copies end before or with the network unless copies are slow.
+  const Time cores_end =
+      *std::max_element(out.done_by_local_core.begin(), out.done_by_local_core.end());
   const int64_t transfers = g * (g - 1);
-  t.total = std::max(network_end, copy_end);
+  t.total = std::max(network_end, cores_end);
   StepTiming step;
   step.start = start;
   step.end = network_end;

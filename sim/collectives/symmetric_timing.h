@@ -32,6 +32,15 @@ struct SymmetricTiming {
 std::optional<std::vector<RepresentativeTransfer>> SymmetricAllToAllTransfers(
     const CollectiveSpec& spec, const topo::Topology& topology, const std::string& algorithm);
 
+// When each core of a chip finishes its part of a symmetric all-to-all started at `start`: the
+// later of its own block's local copy (block_bytes at local_copy_bandwidth; free at 0) and the
+// last of reps[first, last) it sends or receives (the same on every chip), reps[k] completing at
+// done[k].
+std::vector<Time> DoneByLocalCore(const std::vector<RepresentativeTransfer>& reps,
+                                  const std::vector<Time>& done, size_t first, size_t last,
+                                  int64_t cores_per_chip, Time start, int64_t block_bytes,
+                                  double local_copy_bandwidth);
+
 // The timing of `spec` with `algorithm` ("" or "default": DefaultAlgorithm) on the model named
 // `network`, or std::nullopt when the shortcut does not apply: the model is not "flow", the
 // collective is not a direct all-to-all of equal blocks (elements a multiple of the group size)

@@ -214,18 +214,10 @@ bool CollectiveExecutor::JoinSymmetric(const Key& key, Time t) {
   std::vector<std::vector<Time>> done(waves.size());
   for (size_t w = 0; w < waves.size(); ++w) {
     const CollectiveSpec& spec = plan_.collectives[static_cast<size_t>(waves[w].key.first)].spec;
-    Time copy_end = waves[w].start + options_.fixed_overhead;
-    if (options_.local_copy_bandwidth > 0) {
-      const int64_t block = spec.elements / topology_.num_cores() * spec.element_bytes;
-      copy_end += TransferTime(Bytes{block}, BytesPerSecond{options_.local_copy_bandwidth});
-    }
-    std::vector<Time> by_core(static_cast<size_t>(cpc), copy_end);
-    for (size_t k = first_rep[w]; k < first_rep[w + 1]; ++k) {
-      for (int64_t core : {reps[k].src_core, reps[k].dst_core % cpc}) {
-        Time& d = by_core[static_cast<size_t>(core)];
-        d = std::max(d, flow->done[k]);
-      }
-    }
+    const std::vector<Time> by_core = DoneByLocalCore(
+        reps, flow->done, first_rep[w], first_rep[w + 1], cpc,
+        waves[w].start + options_.fixed_overhead,
+        spec.elements / topology_.num_cores() * spec.element_bytes, options_.local_copy_bandwidth);
     done[w].resize(static_cast<size_t>(partitions));
     Time end = waves[w].start;
     for (int64_t p = 0; p < partitions; ++p) {
