@@ -30,6 +30,13 @@ std::string CsvField(const std::string& cell) {
 
 std::string CsvNumber(double v) { return std::isnan(v) ? "" : FormatShortest(v); }
 
+std::string CsvFixed(double v, int decimals) {
+  if (std::isnan(v)) return "";
+  const std::string text = FormatFixed(v, decimals);
+  // No "-0.000": a value that rounds to zero is zero.
+  return text.find_first_not_of("-0.") == std::string::npos ? FormatFixed(0.0, decimals) : text;
+}
+
 void CsvTable::AddRow(std::vector<std::string> row) {
   if (row.size() != header_.size()) {
     throw Error("CSV row has " + std::to_string(row.size()) + " cells, header has " +

@@ -13,6 +13,10 @@ std::string CsvField(const std::string& cell);
 // (an absent value).
 std::string CsvNumber(double v);
 
+// A number with `decimals` digits after the point ("2396.745"), for a modelled quantity whose
+// last binary digits are noise (a time in us to the nanosecond: 3); "" for NaN.
+std::string CsvFixed(double v, int decimals);
+
 // A CSV table: a header and rows of already-formatted cells.
 class CsvTable {
  public:
@@ -22,6 +26,7 @@ class CsvTable {
   // The header line, then one line a row, each ending in '\n'.
   std::string ToString() const;
   const std::vector<std::vector<std::string>>& rows() const { return rows_; }
+  size_t columns() const { return header_.size(); }
 
  private:
   std::vector<std::string> header_;

@@ -24,6 +24,7 @@
 #include "base/config.h"
 #include "base/csv.h"
 #include "base/error.h"
+#include "base/format.h"
 #include "base/io.h"
 #include "base/parallel.h"
 #include "base/resources.h"
@@ -80,29 +81,40 @@ PaperPoints ReadPaperPoints(JsonReader& r) {
   return points;
 }
 
-// series_files: (file, whether it has paper points).
-std::string PlotScript(const std::vector<std::pair<std::string, bool>>& series_files) {
+// series_files: (file, whether it has paper points); partitions: every slice's size. The x axis
+// spans the slices (a quarter-octave of margin each side, a tic at each); each series has its own
+// colour, dark enough to read on white (Okabe-Ito's, without the yellow), shared by its paper
+// points.
+std::string PlotScript(const std::vector<std::pair<std::string, bool>>& series_files,
+                       const std::vector<int64_t>& partitions, const std::string& title) {
+  static constexpr const char* kColours[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7",
+                                             "#E69F00", "#56B4E9", "#000000"};
+  const auto [lo, hi] = std::minmax_element(partitions.begin(), partitions.end());
   std::ostringstream gp;
   gp << "set datafile separator ','\n"
         "set logscale xy\n"
-        "set xlabel 'partitions (TPU v3 cores)'\n"
+        "set xlabel 'partitions (cores)'\n"
         "set ylabel 'time (us)'\n"
-        "set title 'Collectives on TPU v3 slices: podsim (lines) vs GShard Figure 9 (points)'\n"
+        "set title '" << title << "'\n"
         "set key top left\n"
         "set grid\n"
         "set termoption noenhanced\n"
-        "set xtics (16,32,64,128,256,512,1024,2048)\n"
-        "plot ";
-  bool first = true;
-  for (const auto& [f, has_paper] : series_files) {
-    if (!first) gp << ", \\\n     ";
-    first = false;
-    std::string title = f.substr(7, f.size() - 11);  // series_<name>.csv
-    std::replace(title.begin(), title.end(), '_', ' ');
-    gp << "'" << f << "' using 1:2 every ::1 with linespoints title '" << title << " (podsim)'";
+     << "set xrange [" << FormatShortest(static_cast<double>(*lo) / 1.19) << ":"
+     << FormatShortest(static_cast<double>(*hi) * 1.19) << "]\n"
+     << "set xtics (";
+  for (size_t k = 0; k < partitions.size(); ++k) gp << (k ? "," : "") << partitions[k];
+  gp << ")\nplot ";
+  for (size_t k = 0; k < series_files.size(); ++k) {
+    const auto& [f, has_paper] = series_files[k];
+    const std::string colour = kColours[k % std::size(kColours)];
+    if (k) gp << ", \\\n     ";
+    std::string name = f.substr(7, f.size() - 11);  // series_<name>.csv
+    std::replace(name.begin(), name.end(), '_', ' ');
+    gp << "'" << f << "' using 1:2 every ::1 with linespoints lw 2 lc rgb '" << colour
+       << "' title '" << name << " (podsim)'";
     if (has_paper) {
-      gp << ", \\\n     '" << f << "' using 1:3 every ::1 with points pt 7 ps 1.3 title '" << title
-         << " (paper)'";
+      gp << ", \\\n     '" << f << "' using 1:3 every ::1 with points pt 7 ps 1.4 lc rgb '"
+         << colour << "' title '" << name << " (paper)'";
     }
   }
   gp << "\n";
@@ -268,7 +280,17 @@ RunSummary RunCollectiveSweep(const ExperimentContext& ctx) {
     WriteFileAtomic(ctx.out_dir + "/" + files.back().first, t.ToString());
   }
   // A plot of no data is no plot (gnuplot would fail on it).
-  if (summary.ok + summary.oom > 0) report::RenderPlot(ctx.out_dir, "plot", PlotScript(files));
+  if (summary.ok + summary.oom > 0) {
+    std::vector<int64_t> sizes;
+    for (const Slice& sl : c.slices) sizes.push_back(sl.partitions);
+    std::sort(sizes.begin(), sizes.end());
+    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+    const bool paper = std::any_of(files.begin(), files.end(), [](const auto& f) { return f.second; });
+    report::RenderPlot(ctx.out_dir, "plot",
+                       PlotScript(files, sizes,
+                                  c.name + ": podsim (lines)" +
+                                      (paper ? " vs the paper, measured (dots)" : "")));
+  }
   return summary;
 }
 

@@ -165,61 +165,65 @@ double RowModelled(const std::vector<BreakdownRow>& rows, const std::string& cat
   return 0;
 }
 
-// bars.csv: one row per bar ("128E roofline", ...), one column per category. A size that ran
-// out of device memory is labelled so ("2048E modelled (OOM)"), in the plot too.
+// bars.csv: one row per bar ("128E roofline", ...), one column per category, times in us to the
+// nanosecond. A size that ran out of device memory is labelled so ("2048E modelled (OOM)"), in
+// the plot too. Time outside Figure 8's seven categories is an "other" column, present only when
+// some bar has any.
 CsvTable BarsTable(const std::vector<std::vector<BreakdownRow>>& per_point,
                    const std::vector<std::string>& statuses, const std::optional<PaperBars>& paper) {
-  std::vector<std::string> header = {"bar"};
-  for (std::string_view s : models::kFigure8Scopes) header.emplace_back(s);
-  header.emplace_back("other");
-  CsvTable bars(header);
+  std::vector<std::vector<double>> values;  // per bar: the seven categories, then other
+  std::vector<std::string> labels;
   // A paper bar: its seven categories, nothing in "other".
-  auto add = [&](const std::string& label, const std::map<std::string, double>& values) {
-    std::vector<std::string> row = {label};
+  auto add = [&](const std::string& label, const std::map<std::string, double>& by_category) {
+    std::vector<double> row;
     for (std::string_view s : models::kFigure8Scopes) {
-      auto it = values.find(std::string(s));
-      row.push_back(CsvNumber(it == values.end() ? 0.0 : it->second));
+      auto it = by_category.find(std::string(s));
+      row.push_back(it == by_category.end() ? 0.0 : it->second);
     }
-    row.push_back("0");
-    bars.AddRow(row);
+    row.push_back(0);
+    labels.push_back(label);
+    values.push_back(std::move(row));
   };
   for (size_t k = 0; k < per_point.size(); ++k) {
     const std::vector<BreakdownRow>& rows = per_point[k];
     const std::string e = std::to_string(rows.front().experts) + "E";
     const std::string oom = statuses[k] == kPointOom ? " (OOM)" : "";
-    auto find = [&](const std::string& cat, bool roofline) {
-      for (const BreakdownRow& r : rows) {
-        if (r.category == cat) return roofline ? r.roofline_us : r.modelled_us;
-      }
-      return 0.0;
-    };
-    // Categories outside Figure 8's seven go to "other".
-    auto other_of = [&](bool roofline) {
-      double sum = 0;
-      for (const BreakdownRow& r : rows) {
-        if (r.category == kTotal) continue;
-        if (std::find(models::kFigure8Scopes.begin(), models::kFigure8Scopes.end(), r.category) ==
-            models::kFigure8Scopes.end()) {
-          sum += roofline ? r.roofline_us : r.modelled_us;
-        }
-      }
-      return sum;
-    };
     if (paper && paper->experts == rows.front().experts) {
       add("paper " + e + " roofline", paper->roofline);
       add("paper " + e + " measured", paper->measured);
     }
     for (bool roofline : {true, false}) {
-      std::vector<std::string> row = {e + (roofline ? " roofline" : " modelled") + oom};
-      for (std::string_view s : models::kFigure8Scopes) row.push_back(CsvNumber(find(std::string(s), roofline)));
-      row.push_back(CsvNumber(other_of(roofline)));
-      bars.AddRow(row);
+      std::map<std::string, double> by_category;
+      double other = 0;
+      for (const BreakdownRow& r : rows) {
+        if (r.category == kTotal) continue;
+        const double v = roofline ? r.roofline_us : r.modelled_us;
+        const bool figure8 = std::find(models::kFigure8Scopes.begin(), models::kFigure8Scopes.end(),
+                                       r.category) != models::kFigure8Scopes.end();
+        (figure8 ? by_category[r.category] : other) += v;
+      }
+      add(e + (roofline ? " roofline" : " modelled") + oom, by_category);
+      values.back().back() = other;
     }
+  }
+  const bool with_other =
+      std::any_of(values.begin(), values.end(), [](const std::vector<double>& v) { return v.back() != 0; });
+  std::vector<std::string> header = {"bar"};
+  for (std::string_view s : models::kFigure8Scopes) header.emplace_back(s);
+  if (with_other) header.emplace_back("other");
+  CsvTable bars(header);
+  for (size_t b = 0; b < values.size(); ++b) {
+    std::vector<std::string> row = {labels[b]};
+    for (size_t k = 0; k + (with_other ? 0 : 1) < values[b].size(); ++k) {
+      row.push_back(CsvFixed(values[b][k], 3));
+    }
+    bars.AddRow(std::move(row));
   }
   return bars;
 }
 
-std::string PlotScript(const std::string& name) {
+// The stacked bars of bars.csv, whose columns 2..last are categories.
+std::string PlotScript(const std::string& name, size_t columns) {
   std::ostringstream gp;
   gp << "set datafile separator ','\n"
         "set style data histograms\n"
@@ -230,11 +234,14 @@ std::string PlotScript(const std::string& name) {
         "set key outside right top vertical\n"
         "set grid ytics\n"
         "set ylabel 'time per core (us), forward pass of an MoE + Transformer layer pair'\n"
+        "set xlabel 'experts (one per core): the paper, roofline and measured; podsim, roofline "
+        "and modelled'\n"
         "set xtics rotate by -30\n"
         "set title '"
      << name
      << ": time per category, podsim roofline / modelled vs GShard Figure 8 (paper: 128E only)'\n"
-        "plot for [i=2:9] 'bars.csv' using i:xtic(1) title columnheader(i)\n";
+        "plot for [i=2:"
+     << columns << "] 'bars.csv' using i:xtic(1) title columnheader(i)\n";
   return gp.str();
 }
 
@@ -303,8 +310,8 @@ std::vector<BreakdownRow> BreakdownRows(int64_t experts, const sim::RunResult& r
 CsvTable BreakdownTable(const std::vector<BreakdownRow>& rows, const std::string& status) {
   CsvTable table(kBreakdownColumns);
   for (const BreakdownRow& r : rows) {
-    table.AddRow({std::to_string(r.experts), r.category, CsvNumber(r.roofline_us),
-                  CsvNumber(r.modelled_us), CsvNumber(r.paper_roofline_us),
+    table.AddRow({std::to_string(r.experts), r.category, CsvFixed(r.roofline_us, 3),
+                  CsvFixed(r.modelled_us, 3), CsvNumber(r.paper_roofline_us),
                   CsvNumber(r.paper_measured_us), status});
   }
   return table;
@@ -430,9 +437,12 @@ RunSummary RunMoeLayerBreakdown(const ExperimentContext& ctx) {
                      paper->measured.count(kTotal) ? paper_a2a / paper->measured.at(kTotal) : kNaN}};
   }
   WriteFileAtomic(ctx.out_dir + "/results.csv", table.ToString());
-  WriteFileAtomic(ctx.out_dir + "/bars.csv", BarsTable(per_point, point_statuses, paper).ToString());
+  const CsvTable bars = BarsTable(per_point, point_statuses, paper);
+  WriteFileAtomic(ctx.out_dir + "/bars.csv", bars.ToString());
   WriteResultsJson(ctx, out);
-  if (!per_point.empty()) report::RenderPlot(ctx.out_dir, "plot", PlotScript(c.name), 1200, 650);
+  if (!per_point.empty()) {
+    report::RenderPlot(ctx.out_dir, "plot", PlotScript(c.name, bars.columns()), 1200, 650);
+  }
   return summary;
 }
 

@@ -38,6 +38,13 @@ TEST_CASE("CSV quoting and tables") {
   CHECK(CsvField("say \"hi\"") == "\"say \"\"hi\"\"\"");
   CHECK(CsvNumber(std::nan("")) == "");
   CHECK(CsvNumber(285) == "285");
+  // Fixed decimals: 0.1 + 0.2 has binary noise in its last digits; a tiny negative is 0.
+  CHECK(CsvNumber(0.1 + 0.2) == "0.30000000000000004");
+  CHECK(CsvFixed(0.1 + 0.2, 3) == "0.300");
+  CHECK(CsvFixed(2396.7451419999998, 3) == "2396.745");
+  CHECK(CsvFixed(-1e-9, 3) == "0.000");
+  CHECK(CsvFixed(-1.5, 1) == "-1.5");
+  CHECK(CsvFixed(std::nan(""), 3) == "");
   CsvTable t({"a", "b"});
   t.AddRow({"1", "x,y"});
   CHECK(t.ToString() == "a,b\n1,\"x,y\"\n");

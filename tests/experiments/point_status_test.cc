@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/format.h"
 #include "base/io.h"
 #include "experiments/experiment.h"
 
@@ -37,6 +38,24 @@ RunSummary RunConfig(const nlohmann::json& config, const std::string& dir, int j
   options.out_dir = dir + "/out";
   options.jobs = jobs;
   return RunExperimentFile(dir + "/config.json", options);
+}
+
+TEST_CASE("a sweep's plot spans its slices, one colour per series") {
+  // Slices of 2, 4 and 8 partitions: the x axis from 2 / 1.19 to 8 x 1.19 (a quarter-octave
+  // each side), a tic at each slice; two series (all-reduce and all-to-all of 1 MiB), each in
+  // its own colour.
+  const std::string dir = (fs::temp_directory_path() / "podsim_sweep_plot").string();
+  nlohmann::json config = Sweep({8, 2, 4});
+  config["collectives"] = {"all-reduce", "all-to-all"};
+  const RunSummary s = RunConfig(config, dir);
+  CHECK(s.ok == 6);
+  const std::string gp = ReadFile(dir + "/out/plot.gp");
+  CHECK(gp.find("set xrange [" + FormatShortest(2 / 1.19) + ":" + FormatShortest(8 * 1.19) + "]") !=
+        std::string::npos);
+  CHECK(gp.find("set xtics (2,4,8)") != std::string::npos);
+  CHECK(gp.find("lc rgb '#0072B2' title 'all-reduce 1MiB (podsim)'") != std::string::npos);
+  CHECK(gp.find("lc rgb '#D55E00' title 'all-to-all 1MiB (podsim)'") != std::string::npos);
+  fs::remove_all(dir);
 }
 
 TEST_CASE("a sweep's outputs are byte-identical whatever the number of jobs") {
