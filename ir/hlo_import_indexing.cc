@@ -431,10 +431,11 @@ Instruction* Lowerer::LowerScatter(Computation* c, const Values& v, const HloIns
     if (Operand(v, h, arrays + 1 + k)->shape.dims != us.dims) fail("its updates differ in shape");
   }
 
-  // Points: indexed dims and dims a window covers in part (from 0); rest: dims written whole.
+  // Points: indexed, inserted and batching dims, and dims a window covers in part (from 0);
+  // rest: dims every update writes whole (each an update dim).
   std::vector<int64_t> points, rest;
   for (int64_t d = 0; d < rank; ++d) {
-    const bool point = Contains(to_operand, d) || Contains(operand_batch, d) ||
+    const bool point = Contains(to_operand, d) || update_dim_of[static_cast<size_t>(d)] < 0 ||
                        window[static_cast<size_t>(d)] != xs.dims[static_cast<size_t>(d)];
     (point ? points : rest).push_back(d);
   }

@@ -297,6 +297,20 @@ TEST_CASE("scatter: 2-D windows, a transposed window dim, batching dims, two arr
   CHECK(InstructionCost(*Find(*r.module, "tiles.rows")).flops == 12);
 }
 
+TEST_CASE("scatter: an inserted dim of one element that no index names") {
+  // x is [1,3]; dim 0 is inserted (window 1, start 0: never indexed), dim 1 indexed. Updates
+  // 5 and 7 go to columns 2 and 0: [[7, 0, 5]].
+  const auto r = Import(std::string(kCombiners) + R"(ENTRY e {
+  x = f32[1,3] parameter(0)
+  i = s32[2,1] parameter(1)
+  u = f32[2] parameter(2)
+  ROOT s = f32[1,3] scatter(x, i, u), update_window_dims={}, inserted_window_dims={0,1}, scatter_dims_to_operand_dims={1}, index_vector_dim=1, to_apply=add
+})");
+  const Literal out = Run(*r.module, {F32({1, 3}, {0, 0, 0}),
+                                      Literal(Shape(DType::kS32, {2, 1}), {2, 0}), F32({2}, {5, 7})});
+  CHECK(out.values == std::vector<double>{7, 0, 5});
+}
+
 TEST_CASE("reduce-window keeps its computation: a product and a windowed argmax") {
   const auto r = Import(std::string(kReducers) + R"(ENTRY e {
   x = f32[5] parameter(0)
