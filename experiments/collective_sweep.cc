@@ -15,10 +15,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <iostream>
 #include <sstream>
 
 #include "base/config.h"
@@ -95,7 +95,9 @@ std::string PlotScript(const std::vector<std::pair<std::string, bool>>& series_f
         "set logscale xy\n"
         "set xlabel 'partitions (cores)'\n"
         "set ylabel 'time (us)'\n"
-        "set title '" << title << "'\n"
+        "set title '"
+     << title
+     << "'\n"
         "set key top left\n"
         "set grid\n"
         "set termoption noenhanced\n"
@@ -285,11 +287,12 @@ RunSummary RunCollectiveSweep(const ExperimentContext& ctx) {
     for (const Slice& sl : c.slices) sizes.push_back(sl.partitions);
     std::sort(sizes.begin(), sizes.end());
     sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
-    const bool paper = std::any_of(files.begin(), files.end(), [](const auto& f) { return f.second; });
-    report::RenderPlot(ctx.out_dir, "plot",
-                       PlotScript(files, sizes,
-                                  c.name + ": podsim (lines)" +
-                                      (paper ? " vs the paper, measured (dots)" : "")));
+    const bool paper =
+        std::any_of(files.begin(), files.end(), [](const auto& f) { return f.second; });
+    report::RenderPlot(
+        ctx.out_dir, "plot",
+        PlotScript(files, sizes,
+                   c.name + ": podsim (lines)" + (paper ? " vs the paper, measured (dots)" : "")));
   }
   return summary;
 }

@@ -206,8 +206,8 @@ CsvTable BarsTable(const std::vector<std::vector<BreakdownRow>>& per_point,
       values.back().back() = other;
     }
   }
-  const bool with_other =
-      std::any_of(values.begin(), values.end(), [](const std::vector<double>& v) { return v.back() != 0; });
+  const bool with_other = std::any_of(values.begin(), values.end(),
+                                      [](const std::vector<double>& v) { return v.back() != 0; });
   std::vector<std::string> header = {"bar"};
   for (std::string_view s : models::kFigure8Scopes) header.emplace_back(s);
   if (with_other) header.emplace_back("other");

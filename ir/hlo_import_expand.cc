@@ -120,7 +120,9 @@ Instruction* Lowerer::LowerReduce(Computation* c, const Values& v, const HloInst
     // Each keeps its computation: a general reduction or reduce-window.
     if (h.opcode == "reduce-window") {
       opaque->window = h.attrs.window;
-      if (opaque->window.empty()) opaque->window.resize(static_cast<size_t>(Operand(v, h, 0)->shape.rank()));
+      if (opaque->window.empty()) {
+        opaque->window.resize(static_cast<size_t>(Operand(v, h, 0)->shape.rank()));
+      }
     }
     return WithRegion(opaque, h);
   }
@@ -357,8 +359,9 @@ Instruction* Lowerer::LowerSelectAndScatter(Computation* c, const Values& v, con
   Instruction* init = Operand(v, h, 2);
   if (x->shape.is_tuple || source->shape.is_tuple || init->shape.is_tuple ||
       init->shape.rank() != 0 || h.shape != x->shape) {
-    Fail(h.opcode_loc, "select-and-scatter " + h.name +
-                           " takes an array, a source and a scalar init, and gives the array's shape");
+    Fail(h.opcode_loc,
+         "select-and-scatter " + h.name +
+             " takes an array, a source and a scalar init, and gives the array's shape");
   }
   std::vector<WindowDim> window = h.attrs.window;
   if (window.empty()) window.resize(static_cast<size_t>(x->shape.rank()));
@@ -367,8 +370,9 @@ Instruction* Lowerer::LowerSelectAndScatter(Computation* c, const Values& v, con
   Instruction* chosen = Make(c, h, Opcode::kCustomCall, Shape(DType::kS32, source->shape.dims), {x},
                              "select", [&](Instruction& a) {
                                a.custom_call_target = "xla:window-select";
-                               a.custom_call_flops = static_cast<double>(source->shape.NumElements()) *
-                                                     taps * OpsPerApplication(*h.select);
+                               a.custom_call_flops =
+                                   static_cast<double>(source->shape.NumElements()) * taps *
+                                   OpsPerApplication(*h.select);
                                a.window = window;
                              });
   WithRegion(chosen, h, *h.select);
@@ -377,8 +381,8 @@ Instruction* Lowerer::LowerSelectAndScatter(Computation* c, const Values& v, con
   Instruction* scattered = Make(
       c, h, Opcode::kCustomCall, flat, {table, chosen, source}, "scatter", [&](Instruction& a) {
         a.custom_call_target = "xla:scatter";
-        a.custom_call_flops = static_cast<double>(source->shape.NumElements()) *
-                              OpsPerApplication(*h.scatter);
+        a.custom_call_flops =
+            static_cast<double>(source->shape.NumElements()) * OpsPerApplication(*h.scatter);
       });
   WithRegion(scattered, h, *h.scatter);
   return Make(c, h, Opcode::kReshape, h.shape, {scattered}, "");

@@ -361,7 +361,8 @@ Instruction* Lowerer::LowerScatter(Computation* c, const Values& v, const HloIns
   const std::vector<int64_t> to_operand = ListOf(h, "scatter_dims_to_operand_dims");
   const std::vector<int64_t> operand_batch = ListOf(h, "input_batching_dims");
   const std::vector<int64_t> index_batch = ListOf(h, "scatter_indices_batching_dims");
-  const int64_t ivd = IndexVectorDim(h, is, to_operand.size(), "scatter_dims_to_operand_dims", fail);
+  const int64_t ivd =
+      IndexVectorDim(h, is, to_operand.size(), "scatter_dims_to_operand_dims", fail);
   if (operand_batch.size() != index_batch.size()) {
     fail("input_batching_dims and scatter_indices_batching_dims differ in length");
   }
@@ -393,10 +394,11 @@ Instruction* Lowerer::LowerScatter(Computation* c, const Values& v, const HloIns
   const Shape& us = Operand(v, h, arrays + 1)->shape;
   if (us.is_tuple || us.rank() != static_cast<int64_t>(batch_dims.size() + window_dims.size()) ||
       !std::is_sorted(window_dims.begin(), window_dims.end())) {
-    fail("its updates " + us.ToString() + " are not the indices' batch dims and the sorted "
-         "update_window_dims");
+    fail("its updates " + us.ToString() +
+         " are not the indices' batch dims and the sorted update_window_dims");
   }
-  std::vector<int64_t> update_dim_of(static_cast<size_t>(rank), -1), window(static_cast<size_t>(rank), 1);
+  std::vector<int64_t> update_dim_of(static_cast<size_t>(rank), -1),
+      window(static_cast<size_t>(rank), 1);
   size_t next_window = 0;
   for (int64_t d = 0; d < rank; ++d) {
     if (Contains(inserted, d) || Contains(operand_batch, d)) continue;
@@ -424,7 +426,8 @@ Instruction* Lowerer::LowerScatter(Computation* c, const Values& v, const HloIns
   for (size_t k = 0; k < operand_batch.size(); ++k) {
     if (xs.dims[static_cast<size_t>(operand_batch[k])] !=
         batch_dims[static_cast<size_t>(batch_pos(index_batch[k]))]) {
-      fail("batching dim " + std::to_string(operand_batch[k]) + " differs in size from its indices dim");
+      fail("batching dim " + std::to_string(operand_batch[k]) +
+           " differs in size from its indices dim");
     }
   }
   for (size_t k = 1; k < arrays; ++k) {
@@ -459,22 +462,24 @@ Instruction* Lowerer::LowerScatter(Computation* c, const Values& v, const HloIns
   Shape points_first(xs.dtype, {});
   for (int64_t d : perm) points_first.dims.push_back(xs.dims[static_cast<size_t>(d)]);
   Shape rows(xs.dtype, {flat});
-  rows.dims.insert(rows.dims.end(), points_first.dims.begin() + static_cast<std::ptrdiff_t>(points.size()),
+  rows.dims.insert(rows.dims.end(),
+                   points_first.dims.begin() + static_cast<std::ptrdiff_t>(points.size()),
                    points_first.dims.end());
 
   // The row index: sum over the points of (start + window position) * stride, or -1 where a
   // start puts the window out of bounds (XLA skips the whole update window).
   auto constant = [&](double value, DType t, const Shape& like, const std::string& name) {
-    Instruction* k = Make(c, h, Opcode::kConstant, Shape(t, {}), {}, name, [&](Instruction& a) {
-      a.literal = Literal::Scalar(t, value);
-    });
+    Instruction* k = Make(c, h, Opcode::kConstant, Shape(t, {}), {}, name,
+                          [&](Instruction& a) { a.literal = Literal::Scalar(t, value); });
     return BroadcastTo(c, h, k, Shape(t, like.dims));
   };
   auto widen = [&](Instruction* x, const std::string& name) {
     if (x->shape.dims == wide_dims) return x;
     return Make(c, h, Opcode::kBroadcast, Shape(x->shape.dtype, wide_dims), {x}, name,
                 [&](Instruction& a) {
-                  for (size_t k = 0; k < batch_dims.size(); ++k) a.dimensions.push_back(static_cast<int64_t>(k));
+                  for (size_t k = 0; k < batch_dims.size(); ++k) {
+                    a.dimensions.push_back(static_cast<int64_t>(k));
+                  }
                 });
   };
   const Shape batch_pred(DType::kPred, batch_dims);
@@ -487,42 +492,48 @@ Instruction* Lowerer::LowerScatter(Computation* c, const Values& v, const HloIns
     const int64_t extent = xs.dims[static_cast<size_t>(d)];
     stride /= extent;
     Instruction* comp = nullptr;
-    if (auto b = std::find(operand_batch.begin(), operand_batch.end(), d); b != operand_batch.end()) {
+    if (auto b = std::find(operand_batch.begin(), operand_batch.end(), d);
+        b != operand_batch.end()) {
       const int64_t j = index_batch[static_cast<size_t>(b - operand_batch.begin())];
       comp = Make(c, h, Opcode::kIota, Shape(DType::kS32, batch_dims), {}, "iota_" + tag,
                   [&](Instruction& a) { a.dimensions = {batch_pos(j)}; });
     } else if (auto m = std::find(to_operand.begin(), to_operand.end(), d); m != to_operand.end()) {
       comp = StartComponent(c, h, idx, ivd, m - to_operand.begin(), batch_dims, tag);
       const Shape bs(is.dtype, batch_dims);
-      Instruction* lo = Make(c, h, Opcode::kCompare, batch_pred,
-                             {comp, constant(0, is.dtype, bs, "zero_" + tag)}, "ge0_" + tag,
-                             [](Instruction& a) { a.comparison = Comparison::kGe; });
-      Instruction* hi = Make(c, h, Opcode::kCompare, batch_pred,
-                             {comp, constant(static_cast<double>(extent - window[static_cast<size_t>(d)]),
-                                             is.dtype, bs, "last_" + tag)},
-                             "fits_" + tag, [](Instruction& a) { a.comparison = Comparison::kLe; });
+      Instruction* lo =
+          Make(c, h, Opcode::kCompare, batch_pred, {comp, constant(0, is.dtype, bs, "zero_" + tag)},
+               "ge0_" + tag, [](Instruction& a) { a.comparison = Comparison::kGe; });
+      Instruction* hi =
+          Make(c, h, Opcode::kCompare, batch_pred,
+               {comp, constant(static_cast<double>(extent - window[static_cast<size_t>(d)]),
+                               is.dtype, bs, "last_" + tag)},
+               "fits_" + tag, [](Instruction& a) { a.comparison = Comparison::kLe; });
       Instruction* ok = Make(c, h, Opcode::kAnd, batch_pred, {lo, hi}, "in_" + tag);
       valid = valid ? Make(c, h, Opcode::kAnd, batch_pred, {valid, ok}, "valid_" + tag) : ok;
       if (comp->shape.dtype != DType::kS32) {
-        comp = Make(c, h, Opcode::kConvert, Shape(DType::kS32, batch_dims), {comp}, "starts32_" + tag);
+        comp =
+            Make(c, h, Opcode::kConvert, Shape(DType::kS32, batch_dims), {comp}, "starts32_" + tag);
       }
     }
     if (update_dim_of[static_cast<size_t>(d)] >= 0) {
       Instruction* at = Make(c, h, Opcode::kIota, wide, {}, "window_" + tag,
                              [&](Instruction& a) { a.dimensions = {window_at}; });
       ++window_at;
-      comp = comp ? Make(c, h, Opcode::kAdd, wide, {widen(comp, "wide_" + tag), at}, "windowed_" + tag)
-                  : at;
+      comp =
+          comp ? Make(c, h, Opcode::kAdd, wide, {widen(comp, "wide_" + tag), at}, "windowed_" + tag)
+               : at;
     }
     if (comp == nullptr) continue;  // an inserted dim never indexed: always 0
     if (stride != 1) {
-      comp = Make(c, h, Opcode::kMultiply, comp->shape,
-                  {comp, constant(static_cast<double>(stride), DType::kS32, comp->shape, "stride_" + tag)},
-                  "scaled_" + tag);
+      comp = Make(
+          c, h, Opcode::kMultiply, comp->shape,
+          {comp, constant(static_cast<double>(stride), DType::kS32, comp->shape, "stride_" + tag)},
+          "scaled_" + tag);
     }
-    linear = linear ? Make(c, h, Opcode::kAdd, wide, {widen(linear, "acc_" + tag), widen(comp, "wider_" + tag)},
-                           "linear_" + tag)
-                    : comp;
+    linear = linear
+                 ? Make(c, h, Opcode::kAdd, wide,
+                        {widen(linear, "acc_" + tag), widen(comp, "wider_" + tag)}, "linear_" + tag)
+                 : comp;
   }
   if (linear == nullptr) linear = constant(0, DType::kS32, wide, "row0");
   linear = widen(linear, "row");
@@ -576,7 +587,9 @@ Instruction* Lowerer::LowerScatter(Computation* c, const Values& v, const HloIns
   WithRegion(scatter, h);
   if (!reshaped) return scatter;
   std::vector<int64_t> inverse(perm.size());
-  for (size_t k = 0; k < perm.size(); ++k) inverse[static_cast<size_t>(perm[k])] = static_cast<int64_t>(k);
+  for (size_t k = 0; k < perm.size(); ++k) {
+    inverse[static_cast<size_t>(perm[k])] = static_cast<int64_t>(k);
+  }
   std::vector<Instruction*> outs;
   for (size_t k = 0; k < arrays; ++k) {
     Instruction* r = arrays == 1 ? scatter : Element(c, h, scatter, static_cast<int64_t>(k));

@@ -208,7 +208,9 @@ class Lockstep {
     for (const auto& [target, e] : kEvals) {
       if (i.custom_call_target == target) eval = e;
     }
-    if (eval == nullptr) Fail(i, "custom-call \"" + i.custom_call_target + "\" is not interpretable");
+    if (eval == nullptr) {
+      Fail(i, "custom-call \"" + i.custom_call_target + "\" is not interpretable");
+    }
     const size_t copies = partition_ids_.size();
     Values out(copies);
     for (size_t c = 0; c < copies; ++c) {

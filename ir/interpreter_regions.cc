@@ -105,16 +105,20 @@ Literal EvalGeneralReduce(const Instruction& instr, const Operands& ops, const A
   }
   std::vector<int64_t> kept_dims, red_dims, kept_of, red_of;
   for (int64_t d = 0; d < rank; ++d) {
-    (reduced[static_cast<size_t>(d)] ? red_dims : kept_dims).push_back(in.dims[static_cast<size_t>(d)]);
+    (reduced[static_cast<size_t>(d)] ? red_dims : kept_dims)
+        .push_back(in.dims[static_cast<size_t>(d)]);
     (reduced[static_cast<size_t>(d)] ? red_of : kept_of).push_back(d);
   }
   const std::vector<int64_t> strides = Strides(in.dims);
   int64_t out_elements = 1;
   for (int64_t e : kept_dims) out_elements *= e;
-  std::vector<std::vector<double>> results(n, std::vector<double>(static_cast<size_t>(out_elements)));
+  std::vector<std::vector<double>> results(n,
+                                           std::vector<double>(static_cast<size_t>(out_elements)));
   ForEachIndex(kept_dims, [&](const std::vector<int64_t>& kept, int64_t out) {
     int64_t base = 0;
-    for (size_t j = 0; j < kept.size(); ++j) base += kept[j] * strides[static_cast<size_t>(kept_of[j])];
+    for (size_t j = 0; j < kept.size(); ++j) {
+      base += kept[j] * strides[static_cast<size_t>(kept_of[j])];
+    }
     std::vector<Literal> acc;
     for (size_t k = 0; k < n; ++k) acc.push_back(*ops[n + k]);
     ForEachIndex(red_dims, [&](const std::vector<int64_t>& r, int64_t) {
@@ -137,7 +141,9 @@ Literal EvalGeneralSort(const Instruction& instr, const Operands& ops, const App
   if (ops.empty()) Fail(instr, "a sort takes at least one array");
   const Shape& in = ops[0]->shape;
   for (const Literal* o : ops) {
-    if (o->shape.is_tuple || o->shape.dims != in.dims) Fail(instr, "a sort needs arrays of one shape");
+    if (o->shape.is_tuple || o->shape.dims != in.dims) {
+      Fail(instr, "a sort needs arrays of one shape");
+    }
   }
   if (instr.dimensions.size() != 1 || instr.dimensions[0] < 0 || instr.dimensions[0] >= in.rank()) {
     Fail(instr, "a sort needs one region_dims dim of its arrays");
@@ -157,7 +163,9 @@ Literal EvalGeneralSort(const Instruction& instr, const Operands& ops, const App
       args.push_back(ScalarAt(*o, base + b * stride));
     }
     const Literal r = compare(std::move(args));
-    if (r.shape.is_tuple || r.values.size() != 1) Fail(instr, "its comparator must return a scalar");
+    if (r.shape.is_tuple || r.values.size() != 1) {
+      Fail(instr, "its comparator must return a scalar");
+    }
     return r.values[0] != 0;
   };
   std::vector<int64_t> order(static_cast<size_t>(len)), scratch(static_cast<size_t>(len));
@@ -208,7 +216,8 @@ Literal EvalGeneralScatter(const Instruction& instr, const Operands& ops, const 
   for (size_t k = 0; k < n; ++k) {
     if (ops[k]->shape.is_tuple || ops[k]->shape.dims != table.dims ||
         ops[n + 1 + k]->shape.is_tuple || ops[n + 1 + k]->shape.dims != update_dims) {
-      Fail(instr, "a scatter needs tables of one shape [rows, row...] and updates [index..., row...]");
+      Fail(instr,
+           "a scatter needs tables of one shape [rows, row...] and updates [index..., row...]");
     }
   }
   const int64_t rows = table.dims[0];
@@ -240,7 +249,9 @@ Literal EvalGeneralReduceWindow(const Instruction& instr, const Operands& ops, c
   const Shape& in = ops[0]->shape;
   const std::vector<int64_t>& out_dims = FirstShape(instr.shape).dims;
   std::vector<Literal> outs;
-  for (size_t k = 0; k < n; ++k) outs.push_back(Literal::Zeros(Shape(ops[n + k]->shape.dtype, out_dims)));
+  for (size_t k = 0; k < n; ++k) {
+    outs.push_back(Literal::Zeros(Shape(ops[n + k]->shape.dtype, out_dims)));
+  }
   std::vector<Literal> acc(n);
   ForEachWindowTap(instr, in.dims, out_dims, [&](int64_t o, int64_t src, bool first) {
     if (first) {
@@ -269,7 +280,9 @@ Literal EvalWindowSelect(const Instruction& instr, const Operands& ops, const Ap
       return;
     }
     const Literal keep = select({ScalarAt(x, static_cast<int64_t>(chosen)), ScalarAt(x, src)});
-    if (keep.shape.is_tuple || keep.values.size() != 1) Fail(instr, "its select must return a scalar");
+    if (keep.shape.is_tuple || keep.values.size() != 1) {
+      Fail(instr, "its select must return a scalar");
+    }
     if (keep.values[0] == 0) chosen = static_cast<double>(src);
   });
   return out;

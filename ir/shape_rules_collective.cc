@@ -176,7 +176,8 @@ void CheckRegionForm(const Checker& c, const Instruction& i) {
     std::vector<Shape> outs;
     for (size_t k = 0; k < n; ++k) outs.emplace_back(shape(first_typed + k).dtype, dims);
     const Shape want = n == 1 ? outs[0] : Shape::Tuple(outs);
-    c.Require(i.shape == want, "its operands give " + want.ToString() + ", not " + i.shape.ToString());
+    c.Require(i.shape == want,
+              "its operands give " + want.ToString() + ", not " + i.shape.ToString());
   };
   const std::string& t = i.custom_call_target;
   if (t == "xla:scatter") {
@@ -211,8 +212,8 @@ void CheckRegionForm(const Checker& c, const Instruction& i) {
     out.push_back(e);
   }
   if (select) {
-    c.Require(i.shape == Shape(DType::kS32, out), "a window selection gives " +
-                                                       Shape(DType::kS32, out).ToString());
+    c.Require(i.shape == Shape(DType::kS32, out),
+              "a window selection gives " + Shape(DType::kS32, out).ToString());
     return;
   }
   for (size_t k = 0; k < n; ++k) {
