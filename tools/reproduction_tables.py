@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The tables of docs/reproduction.md, made from the results.csv of podsim's runs.
 
-    tools/reproduction_tables.py --fig8 DIR --fig9 DIR --table3 DIR --fig7 DIR
+    tools/reproduction_tables.py --fig9 DIR --fig8 DIR --table1 DIR --table3 DIR --fig7 DIR
         [--update docs/reproduction.md | --check docs/reproduction.md]
 
 Each DIR is the output of `podsim run experiments/gshard_<name>.json --out DIR`. Without
@@ -16,7 +16,7 @@ import csv
 import os
 import sys
 
-TABLES = ("fig9", "fig8", "table3", "fig7")
+TABLES = ("fig9", "fig8", "table1", "table3", "fig7")
 
 
 def read_csv(run_dir):
@@ -186,8 +186,23 @@ def fig7_table(rows):
     return markdown(header, table)
 
 
+def table1_table(rows):
+    """Parameters: podsim's exact count against the paper's (rounded) one, in billions."""
+    header = ["model", "podsim params B", "paper B", "error", "expert params B",
+              "replicated params B", "per-core weights GiB"]
+    table = []
+    for r in rows:
+        params, paper = number(r["params"]), number(r["paper_billion"])
+        table.append([r["model"], fixed(params / 1e9, 2), fixed(paper, 1),
+                      error_pct(params / 1e9, paper), fixed(number(r["expert_params"]) / 1e9, 2),
+                      fixed(number(r["replicated_params"]) / 1e9, 2),
+                      fixed(number(r["per_core_weight_gib"]), 2)])
+    return markdown(header, table)
+
+
 def make_tables(dirs):
-    makers = {"fig9": fig9_table, "fig8": fig8_table, "table3": table3_table, "fig7": fig7_table}
+    makers = {"fig9": fig9_table, "fig8": fig8_table, "table1": table1_table,
+              "table3": table3_table, "fig7": fig7_table}
     return {name: makers[name](read_csv(d)) for name, d in dirs.items()}
 
 
@@ -214,7 +229,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     dirs = {n: getattr(args, n) for n in TABLES if getattr(args, n)}
     if not dirs:
-        ap.error("give at least one of --fig9, --fig8, --table3, --fig7")
+        ap.error("give at least one of --" + ", --".join(TABLES))
     tables = make_tables(dirs)
     doc = args.update or args.check
     if not doc:

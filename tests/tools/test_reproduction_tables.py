@@ -94,3 +94,14 @@ def test_update_rewrites_only_the_blocks_and_check_tells(tmp_path):
     (tmp_path / "bare.md").write_text("nothing here\n")
     r = subprocess.run(run + ["--check", str(tmp_path / "bare.md")], capture_output=True, text=True)
     assert r.returncode != 0 and "no generated block for fig9" in r.stderr
+
+
+def test_table1_counts_in_billions(tmp_path):
+    d = write(tmp_path, "t1",
+              "model,experts,layers,params,expert_params,replicated_params,f32_params,"
+              "bf16_params,per_core_weight_gib,expert_formula,paper_billion,paper_vs_expert,"
+              "status\n"
+              '"4E,2L",4,2,1100000000,1000000000,100000000,1100000000,0,0.25,1000000000,1.0,1,ok\n')
+    lines = rt.table1_table(rt.read_csv(d)).split("\n")
+    # 1.1 B against the paper's 1.0 B: +10.0%; 1.0 B of experts, 0.1 B replicated.
+    assert lines[2] == "| 4E,2L | 1.10 | 1.0 | +10.0% | 1.00 | 0.10 | 0.25 |"
