@@ -93,6 +93,14 @@ Opcode Lowerer::CombineOp(ReduceKind k) {
   return Opcode::kAdd;
 }
 
+Instruction* Lowerer::ScalarLike(Computation* c, const HloInstr& h, double value,
+                                 const Shape& like, const std::string& name) {
+  const DType t = like.dtype;
+  Instruction* k = Make(c, h, Opcode::kConstant, Shape(t, {}), {}, name,
+                        [&](Instruction& a) { a.literal = Literal::Scalar(t, value); });
+  return BroadcastTo(c, h, k, like);
+}
+
 Instruction* Lowerer::BroadcastTo(Computation* c, const HloInstr& h, Instruction* scalar,
                                   const Shape& shape) {
   if (scalar->shape == shape) return scalar;

@@ -3,8 +3,8 @@
 // driver and the generic ops are in hlo_import_lower.cc, call, fusion, while, conditional, async
 // pairs and tuple all-to-all in hlo_import_loops.cc,
 // the ops XLA has and podsim writes out or keeps opaque (reductions with inits, clamp,
-// custom-calls, mixed-type dots, batch norm) in hlo_import_expand.cc, gather, scatter, sort and
-// reduce-precision in hlo_import_indexing.cc.
+// custom-calls, mixed-type dots, batch norm) in hlo_import_expand.cc, gather, sort and
+// reduce-precision in hlo_import_indexing.cc, scatter in hlo_import_scatter.cc.
 
 #include <optional>
 #include <set>
@@ -83,6 +83,10 @@ class Lowerer {
   // A scalar broadcast to `shape` (the value itself when shape is a scalar).
   Instruction* BroadcastTo(Computation* c, const HloInstr& h, Instruction* scalar,
                            const Shape& shape);
+  // The constant `value` of like's type broadcast to like's shape (the constant named after h
+  // with ".name").
+  Instruction* ScalarLike(Computation* c, const HloInstr& h, double value, const Shape& like,
+                          const std::string& name);
 
   Instruction* LowerReduce(Computation* c, const Values& v, const HloInstr& h);
 
@@ -157,8 +161,9 @@ class Lowerer {
   Instruction* WithRegion(Instruction* opaque, const HloInstr& h);
   Instruction* WithRegion(Instruction* opaque, const HloInstr& h, const NameRef& ref);
 
-  // hlo_import_indexing.cc: XLA's gather (podsim's gather at the linear index of the clamped
-  // starts), scatter ("xla:scatter" at the row index of the starts, -1 for a skipped window),
+  // hlo_import_indexing.cc and hlo_import_scatter.cc: XLA's gather (podsim's gather at the
+  // linear index of the clamped starts), scatter ("xla:scatter" at the row index of the
+  // starts, -1 for a skipped window),
   // sort (podsim's sort for one array and a GT/LT comparator, else "xla:sort") and
   // reduce-precision.
   // Component k of the index vectors of `idx` (index_vector_dim ivd) over the batch dims, in
