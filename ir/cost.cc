@@ -45,6 +45,34 @@ Cost& Cost::operator+=(const Cost& o) {
 
 namespace {
 
+// A cumsum as XLA compiles it. tf.cumsum / jnp.cumsum become a reduce-window whose window spans
+// the whole scanned dim (n taps per element, quadratic), which XLA's ReduceWindowRewriter
+// replaces by a tree when n > b: pad n to n' = b * ceil(n / b), view the rows as [n' / b, b],
+// window-sum each b-block (b taps per element), slice out each block's total, scan those
+// (recursively), broadcast them back and add. b is the pass's base_length; the open-source
+// pipeline registers it with 16 (the TPU compiler's value is not published; docs/cost-model.md).
+// Flops count every tap, as reduce-window does. extra_bytes: what the tree moves through memory
+// beyond reading the operand and writing the result (the padded copy, the block sums written
+// and read back by the add, the totals' slice and their scan).
+constexpr int64_t kScanBaseLength = 16;
+struct ScanCost {
+  double flops = 0;
+  double extra_bytes = 0;
+};
+ScanCost XlaScanCost(double rows, int64_t n, double element_bytes) {
+  const double nd = static_cast<double>(n);
+  if (n <= kScanBaseLength) return {rows * nd * std::max(0.0, nd - 1), 0};
+  const int64_t columns = (n + kScanBaseLength - 1) / kScanBaseLength;
+  const double padded = rows * static_cast<double>(columns * kScanBaseLength);
+  const double totals = rows * static_cast<double>(columns);
+  const ScanCost inner = XlaScanCost(rows, columns, element_bytes);
+  ScanCost c;
+  c.flops = padded * static_cast<double>(kScanBaseLength - 1) + padded + inner.flops;
+  c.extra_bytes = 2 * padded * element_bytes + 4 * totals * element_bytes + inner.extra_bytes;
+  if (columns * kScanBaseLength != n) c.extra_bytes += 2 * padded * element_bytes;
+  return c;
+}
+
 constexpr int kNumUnits = 5;
 static_assert(sizeof(ModuleCost::per_unit) / sizeof(Cost) == kNumUnits &&
               static_cast<int>(Unit::kNetwork) == kNumUnits - 1);
@@ -219,15 +247,19 @@ class CostVisitor : public ConstVisitor<Cost> {
     return c;
   }
 
-  // cumsum: flops = E - E / n for n = the scanned dim's size (n - 1 adds per row of n).
+  // cumsum: as XLA runs it (ReduceWindowRewriter; ScanCost below): a window sum of b taps per
+  // element, the scan of the b-blocks' totals, and the broadcast add, with the intermediate
+  // values' round trips through memory on top of reading the operand and writing the result.
   Cost HandleCumsum(const Instruction& i) override {
-    double n = static_cast<double>(i.shape.dims[i.dimensions[0]]);
-    double e = Elements(i.shape);
+    const int64_t n = i.shape.dims[i.dimensions[0]];
+    const double e = Elements(i.shape);
+    const ScanCost scan = XlaScanCost(n > 0 ? e / static_cast<double>(n) : 0, n,
+                                      static_cast<double>(ByteWidth(i.shape.dtype)));
     Cost c;
     c.unit = Unit::kVector;
-    c.flops = n > 0 ? e - e / n : 0;
-    c.bytes_read = OperandBytes(i);
-    c.bytes_written = Bytes(i.shape);
+    c.flops = scan.flops;
+    c.bytes_read = OperandBytes(i) + scan.extra_bytes / 2;
+    c.bytes_written = Bytes(i.shape) + scan.extra_bytes / 2;
     return c;
   }
 

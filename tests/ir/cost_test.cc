@@ -123,8 +123,26 @@ TEST_CASE("reductions, scans and sorts") {
   // reduce-window 2x3, stride 1, no padding: output [3,6] = 18, each 6 taps: 18*5 = 90.
   WindowDim w0{2, 1, 0, 0, 1, 1}, w1{3, 1, 0, 0, 1, 1};
   CHECK(InstructionCost(*f.b.ReduceWindow(x, {w0, w1}, ReduceKind::kMax)).flops == 90);
-  // cumsum along 1: 4 rows of 8, 7 adds each: 28.
-  CHECK(InstructionCost(*f.b.Cumsum(x, 1)).flops == 28);
+  // cumsum along 1 (n = 8, not above XLA's base length 16): one reduce-window of 8 taps per
+  // element, every tap counted: 32 * 7 = 224; no intermediate bytes.
+  Cost scan = InstructionCost(*f.b.Cumsum(x, 1));
+  CHECK(scan.flops == 224);
+  CHECK(scan.bytes_read == 128);
+  // A long scan, f32[2,300] along 1, as ReduceWindowRewriter builds it with base 16:
+  //   level 1: 300 -> 19 blocks, padded to 304: 608 elements; 15 adds each + 1 broadcast add:
+  //            608 * 16 = 9728 flops; bytes: the padded copy 2 * 608 * 4 = 4864, the block sums
+  //            written and read 4864, the 2 x 19 totals sliced and their scan read / written
+  //            4 * 38 * 4 = 608;
+  //   level 2: the totals' scan, n = 19 -> 2 blocks, padded to 32: 64 elements: 64 * 16 = 1024
+  //            flops; bytes 512 (pad) + 512 + 4 * 4 * 4 = 64;
+  //   level 3: n = 2, dense: 2 rows * 2 * 1 = 4 flops.
+  // flops 9728 + 1024 + 4 = 10756; extra bytes 4864 + 4864 + 608 + 512 + 512 + 64 = 11424, half
+  // read and half written on top of the operand's and result's 2400 B each.
+  auto* y = f.Param({2, 300});
+  Cost tree = InstructionCost(*f.b.Cumsum(y, 1));
+  CHECK(tree.flops == 10756);
+  CHECK(tree.bytes_read == 2400 + 5712);
+  CHECK(tree.bytes_written == 2400 + 5712);
   // sort along 1: 32 elements * log2(8) = 96; top-k k=2 sorts the rows too: 96, and writes
   // values f32[4,2] + indices s32[4,2] = 32 + 32 bytes.
   CHECK(InstructionCost(*f.b.Sort(x, 1)).flops == 96);
