@@ -100,9 +100,6 @@ void ValidateModelConfig(const GShardModelConfig& c) {
   if (c.target_vocab < 1) fail("target_vocab", "must be >= 1");
   if (!(c.dropout >= 0 && c.dropout < 1)) fail("dropout", "must be in [0, 1)");
   if (!(c.aux_loss_coefficient >= 0)) fail("aux_loss_coefficient", "must be >= 0");
-  if (c.weight_dtype != DType::kF32 && c.weight_dtype != DType::kBF16) {
-    fail("weight_dtype", "must be f32 or bf16");
-  }
 }
 
 namespace {
@@ -133,7 +130,7 @@ class ModelBuilder {
     return b_.Parameter(next_parameter_++, shape, name);
   }
   Instruction* Weight(std::vector<int64_t> dims, const std::string& name) {
-    Instruction* w = Param(Shape(c_.weight_dtype, std::move(dims)), name);
+    Instruction* w = Param(Shape(c_.layer.weight_dtype, std::move(dims)), name);
     return l_.annotate ? partitioner::Replicate(w) : w;
   }
   Instruction* SplitGroups(Instruction* x) {
@@ -244,7 +241,7 @@ Instruction* ModelBuilder::AddSide(Side side, Instruction* x, Instruction* memor
     std::vector<int64_t> dims = s.dims;
     dims.insert(dims.begin(), trips);
     Builder::ScopeGuard scope(b_, std::string(s.expert ? kScopeMoeFfn : kScopeProjections));
-    Instruction* w = Param(Shape(c_.weight_dtype, dims), side_name + "." + s.name);
+    Instruction* w = Param(Shape(c_.layer.weight_dtype, dims), side_name + "." + s.name);
     if (l_.annotate) {
       if (s.expert && l_.annotate_experts) {
         partitioner::Split(w, 1, l_.num_devices);

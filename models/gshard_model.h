@@ -23,8 +23,8 @@
 // shared softmax weights) -> mean softmax cross-entropy over all target tokens + k x the sum over
 // MoE layers of Algorithm 1's auxiliary loss.
 //
-// Element types: weights, LayerNorm and the loss in weight_dtype (f32 in the paper), cast to the
-// activation dtype (layer.dtype) where a layer uses them; activations, attention and dispatch /
+// Element types: weights, LayerNorm and the loss in layer.weight_dtype (f32 in the paper), cast to
+// the activation dtype (layer.dtype) where a layer uses them; activations, attention and dispatch /
 // combine tensors in layer.dtype; the gating softmax in f32 (models/moe_transformer.h).
 //
 // Entry parameters, in order: source_tokens, target_inputs, targets (s32 [G,S]; tokens must be
@@ -64,11 +64,10 @@ struct GShardModelConfig {
   int64_t target_vocab = 32000;
   double dropout = 0.1;  // residual and embedding dropout rate, in [0, 1)
   double aux_loss_coefficient = 1e-2;
-  ir::DType weight_dtype = ir::DType::kF32;
 
   // `base` with what a JSON object gives, in one object: "preset" (a GShardPresets() name,
   // replacing `base` first), num_layers, moe_every, source_vocab, target_vocab, dropout,
-  // weight_dtype, experts, groups or batch_tokens (groups = batch_tokens / tokens_per_group,
+  // experts, groups or batch_tokens (groups = batch_tokens / tokens_per_group,
   // which must divide it), capacity_factor (C = ceil(factor * S / E); not with capacity), and
   // the layer's keys (MoeLayerConfig::FromJson). Unknown keys and bad values are ConfigErrors
   // naming `path`.key. num_devices is left to where the model runs.

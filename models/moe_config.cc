@@ -24,6 +24,9 @@ MoeLayerConfig MoeLayerConfig::FromJson(const nlohmann::json& json, const std::s
   m.capacity = r.Int("capacity", m.capacity, Limit::NonNegative());
   m.moe_layer_attention = r.Bool("moe_layer_attention", m.moe_layer_attention);
   if (r.Has("dtype")) m.dtype = ir::ParseDType(r.Choice("dtype", {"f32", "bf16"}));
+  if (r.Has("weight_dtype")) {
+    m.weight_dtype = ir::ParseDType(r.Choice("weight_dtype", {"f32", "bf16"}));
+  }
   r.Finish();
   return m;
 }
@@ -40,6 +43,7 @@ nlohmann::json MoeLayerConfig::ToJson() const {
           {"seq_len", seq_len},
           {"moe_layer_attention", moe_layer_attention},
           {"dtype", std::string(ir::DTypeName(dtype))},
+          {"weight_dtype", std::string(ir::DTypeName(weight_dtype))},
           {"num_devices", num_devices}};
 }
 
@@ -50,8 +54,7 @@ GShardModelConfig GShardModelConfig::FromJson(const nlohmann::json& json, const 
   // The model's own keys are read here, the rest as the layer's (which rejects unknown ones).
   nlohmann::json own = nlohmann::json::object(), layer = json;
   for (const char* key : {"preset", "num_layers", "moe_every", "source_vocab", "target_vocab",
-                          "dropout", "weight_dtype", "experts", "groups", "batch_tokens",
-                          "capacity_factor"}) {
+                          "dropout", "experts", "groups", "batch_tokens", "capacity_factor"}) {
     if (layer.contains(key)) {
       own[key] = layer[key];
       layer.erase(key);
@@ -76,7 +79,6 @@ GShardModelConfig GShardModelConfig::FromJson(const nlohmann::json& json, const 
   c.target_vocab = m.Int("target_vocab", c.target_vocab, Limit::AtLeast(1));
   c.dropout = m.Double("dropout", c.dropout, Limit::NonNegative());
   if (c.dropout >= 1) m.Fail("dropout", "must be below 1, got " + std::to_string(c.dropout));
-  if (m.Has("weight_dtype")) c.weight_dtype = ir::ParseDType(m.Choice("weight_dtype", {"f32", "bf16"}));
   c.layer.num_experts = m.Int("experts", c.layer.num_experts, Limit::AtLeast(2));
   const int64_t groups = m.Int("groups", 0, Limit::AtLeast(1));
   const int64_t batch = m.Int("batch_tokens", 0, Limit::AtLeast(1));
@@ -110,7 +112,6 @@ nlohmann::json GShardModelConfig::ToJson() const {
   j["target_vocab"] = target_vocab;
   j["dropout"] = dropout;
   j["aux_loss_coefficient"] = aux_loss_coefficient;
-  j["weight_dtype"] = std::string(ir::DTypeName(weight_dtype));
   return j;
 }
 

@@ -35,6 +35,21 @@ Instruction* Replicated(Instruction* x, const MoeLayerConfig& c) {
   return c.annotate ? partitioner::Replicate(x) : x;
 }
 
+// Split on dim 0 (E) over the devices when the config annotates the experts.
+Instruction* SplitExperts(Instruction* x, const MoeLayerConfig& c) {
+  return c.annotate && c.annotate_experts ? partitioner::Split(x, 0, c.num_devices) : x;
+}
+
+// A weight parameter stored in c.weight_dtype, annotated by `annotate` (Replicate or a split;
+// null: none), and returned converted to the activation dtype when the two differ.
+Instruction* AddWeight(Builder& b, int64_t* next_parameter, std::vector<int64_t> dims,
+                       const MoeLayerConfig& c, const std::string& name,
+                       Instruction* (*annotate)(Instruction*, const MoeLayerConfig&)) {
+  Instruction* w = AddParameter(b, next_parameter, std::move(dims), c.weight_dtype, name);
+  if (annotate != nullptr) annotate(w, c);
+  return w->shape.dtype == c.dtype ? w : b.Convert(w, c.dtype);
+}
+
 void RequireAtLeast(const char* field, int64_t value, int64_t minimum) {
   if (value < minimum) {
     throw Error(std::string("moe.") + field + ": must be >= " + std::to_string(minimum) + ", got " +
@@ -96,8 +111,12 @@ void ValidateMoeFields(const MoeLayerConfig& c) {
   RequireAtLeast("num_experts", c.num_experts, 2);
   RequireAtLeast("capacity", c.capacity, 0);
   RequireAtLeast("num_devices", c.num_devices, 1);
-  if (c.dtype != DType::kF32 && c.dtype != DType::kBF16) {
-    throw Error("moe.dtype: must be f32 or bf16, got " + std::string(ir::DTypeName(c.dtype)));
+  for (const auto& [field, dtype] :
+       {std::pair{"dtype", c.dtype}, {"weight_dtype", c.weight_dtype}}) {
+    if (dtype != DType::kF32 && dtype != DType::kBF16) {
+      throw Error(std::string("moe.") + field + ": must be f32 or bf16, got " +
+                  std::string(ir::DTypeName(dtype)));
+    }
   }
   if (c.annotate) {
     if (c.num_devices > c.num_groups) {
@@ -167,7 +186,7 @@ Instruction* AddSelfAttention(Builder& b, Instruction* x, int64_t* next_paramete
   AttentionWeights w;
   Builder::ScopeGuard scope(b, std::string(kScopeProjections));
   auto weight = [&](std::vector<int64_t> dims, const char* name) {
-    return Replicated(AddParameter(b, next_parameter, std::move(dims), c.dtype, name), c);
+    return AddWeight(b, next_parameter, std::move(dims), c, name, Replicated);
   };
   w.wq = weight({m, n, k}, "attention_wq");
   w.wk = weight({m, n, k}, "attention_wk");
@@ -185,10 +204,8 @@ Instruction* AddFfnCore(Builder& b, Instruction* x, Instruction* wi, Instruction
 Instruction* AddDenseFfn(Builder& b, Instruction* x, int64_t* next_parameter,
                          const MoeLayerConfig& c) {
   Builder::ScopeGuard scope(b, std::string(kScopeTransformerFfn));
-  Instruction* wi =
-      Replicated(AddParameter(b, next_parameter, {c.d_model, c.d_ff}, c.dtype, "ffn_wi"), c);
-  Instruction* wo =
-      Replicated(AddParameter(b, next_parameter, {c.d_ff, c.d_model}, c.dtype, "ffn_wo"), c);
+  Instruction* wi = AddWeight(b, next_parameter, {c.d_model, c.d_ff}, c, "ffn_wi", Replicated);
+  Instruction* wo = AddWeight(b, next_parameter, {c.d_ff, c.d_model}, c, "ffn_wo", Replicated);
   return Named(b.Add(x, AddFfnCore(b, x, wi, wo)), "ffn_residual");
 }
 
@@ -197,12 +214,12 @@ Instruction* AddMoeFfn(Builder& b, Instruction* inputs, int64_t* next_parameter,
   MoeWeights w;
   {
     Builder::ScopeGuard scope(b, std::string(kScopeGateEinsums));
-    w.wg = Replicated(AddParameter(b, next_parameter, {c.d_model, c.num_experts}, c.dtype, "wg"), c);
+    w.wg = AddWeight(b, next_parameter, {c.d_model, c.num_experts}, c, "wg", Replicated);
   }
   {
     Builder::ScopeGuard scope(b, std::string(kScopeMoeFfn));
-    w.wi = AddParameter(b, next_parameter, {c.num_experts, c.d_model, c.d_ff}, c.dtype, "wi");
-    w.wo = AddParameter(b, next_parameter, {c.num_experts, c.d_ff, c.d_model}, c.dtype, "wo");
+    w.wi = AddWeight(b, next_parameter, {c.num_experts, c.d_model, c.d_ff}, c, "wi", SplitExperts);
+    w.wo = AddWeight(b, next_parameter, {c.num_experts, c.d_ff, c.d_model}, c, "wo", SplitExperts);
   }
   return AddMoeCore(b, inputs, w, c, aux_loss);
 }

@@ -51,11 +51,13 @@
 //                     softmax (reduce max, subtract, exp, reduce add, divide)
 //   transformer_ffn   the dense FFN: two einsums, relu (maximum with 0), residual add, params
 //   gate_einsums      the paper's "three einsums" of the gating: GSM,ME->GSE with its softmax,
-//                     the dispatch (GSEC,GSM->GECM) and combine (GSEC,GECM->GSM) dots, plus the
-//                     top-2 selection (argmax, iota/compare one-hots), g1/(g1+g2), the random
-//                     policy (random-uniform, compare), the GSE,GSC->GSEC combine/dispatch
-//                     construction, the MoE residual add, and the wg parameter
-//   gate_cumsum       exclusive cumsums over S, positions, capacity compares, expert counts
+//                     the dispatch (GSEC,GSM->GECM) and combine (GSEC,GECM->GSM) dots, the
+//                     MoE residual add, and the wg parameter
+//   gate_cumsum       the rest of the gating (AddTop2Gating, Algorithm 1 after the softmax):
+//                     the top-2 selection (argmax, iota/compare one-hots), g1/(g1+g2), the
+//                     random policy (random-uniform, compare), the exclusive cumsums over S,
+//                     positions, capacity compares, expert counts, and the GSE,GSC->GSEC
+//                     combine/dispatch construction (masks and one-hots)
 //   dispatch_combine  the two G<->E transposes (dispatched inputs, expert outputs); the
 //                     AllToAlls the partitioner emits for them carry this category's time
 //   moe_ffn           the expert einsums EGCM,EMH->EGCH and EGCH,EHM->EGCM, relu, wi / wo
@@ -102,7 +104,11 @@ struct MoeLayerConfig {
   // Self-attention inside the MoE layer too (a Transformer layer with an MoE FFN, as in GShard
   // and Lingvo). false: the pair is attention + FFN + the MoE FFN alone.
   bool moe_layer_attention = true;
-  ir::DType dtype = ir::DType::kF32;  // parameters and activations (gating runs in f32)
+  ir::DType dtype = ir::DType::kF32;  // activations and dispatch/combine payloads
+  // Parameters, stored in this type and converted to `dtype` where a layer uses them (the
+  // convert fuses into the consuming dot's operand: the dot reads the stored weight). The
+  // gating softmax runs in f32 whatever the two types.
+  ir::DType weight_dtype = ir::DType::kF32;
   // The paper's annotations (inputs split on G, wg replicated, dispatched inputs split on E) and
   // replicated attention / FFN parameters. false: no shardings at all.
   bool annotate = true;
@@ -112,9 +118,9 @@ struct MoeLayerConfig {
   uint64_t seed = 0;          // seed of the gating's random-uniform op
 
   // `base` with the sizes an object gives: tokens_per_group, d_model, d_ff, num_heads,
-  // head_dim, seq_len, capacity (0: DefaultCapacity), moe_layer_attention, dtype ("f32",
-  // "bf16"). G, E and D come from where the model runs. Unknown keys and bad values are
-  // ConfigErrors naming `path`.key.
+  // head_dim, seq_len, capacity (0: DefaultCapacity), moe_layer_attention, dtype and
+  // weight_dtype ("f32", "bf16"). G, E and D come from where the model runs. Unknown keys and bad
+  // values are ConfigErrors naming `path`.key.
   static MoeLayerConfig FromJson(const nlohmann::json& json, const std::string& path,
                                  MoeLayerConfig base);
   // The resolved sizes (capacity as ExpertCapacity), for results files.

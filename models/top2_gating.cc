@@ -73,9 +73,12 @@ Top2GatingResult AddTop2Gating(Builder& b, Instruction* gates, const Top2GatingO
   const std::vector<int64_t> gs_dims = {0, 1};         // [G,S] inside [G,S,E]
   const double capacity = static_cast<double>(options.capacity);
 
+  // The whole of Algorithm 1 after the softmax is the paper's "gate cumsum" category (the
+  // top-2 selection, cumsum, masks and one-hots); its "gate einsums" are the gating logits with
+  // their softmax and the dispatch and combine einsums, built by the callers.
+  Builder::ScopeGuard scope(b, std::string(kScopeGateCumsum));
   Instruction *mask_1, *mask_2, *w1, *w2;
   {
-    Builder::ScopeGuard scope(b, std::string(kScopeGateEinsums));
     // Top-1 and top-2 experts; e2 is the argmax over the gates with e1 zeroed. g2 is read from
     // those same zeroed gates, so a degenerate e2 == e1 (all other gates 0) gets g2 = 0 and is
     // never taken by the random policy below.
@@ -97,7 +100,6 @@ Top2GatingResult AddTop2Gating(Builder& b, Instruction* gates, const Top2GatingO
   }
   Instruction *pos_1, *pos_2;
   {
-    Builder::ScopeGuard scope(b, std::string(kScopeGateCumsum));
     Instruction* cap = F32Scalar(b, capacity, gse);
     // Slot of each token in its top-1 expert: how many earlier tokens of the group chose it.
     Instruction* pos_1_e = b.Mul(b.Cumsum(mask_1, 1, /*exclusive=*/true), mask_1);
@@ -110,7 +112,6 @@ Top2GatingResult AddTop2Gating(Builder& b, Instruction* gates, const Top2GatingO
     pos_1 = Named(b.Reduce(pos_1_e, {2}, ReduceKind::kAdd), "top1_position");
     pos_2 = Named(b.Reduce(pos_2_e, {2}, ReduceKind::kAdd), "top2_position");
   }
-  Builder::ScopeGuard scope(b, std::string(kScopeGateEinsums));
   Top2GatingResult r;
   if (options.aux_loss) {
     // mean_G 1/E sum_E (c_e / S) (sum_S gates / S) = sum_{G,E} c_e sum_S gates / (G E S^2).

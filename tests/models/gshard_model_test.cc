@@ -210,8 +210,8 @@ TEST_CASE("whole model: the SPMD training step has the collectives of data + exp
                                      StepOptions(4, stacked));
   const partitioner::PartitionResult spmd = partitioner::PropagateAndPartition(*s.module, 4);
   // Forward (the layer loops, "save"): per side the MoE layer's dispatch and combine AllToAlls
-  // and the scalar AllReduce of its auxiliary loss (a mean over the split groups); the mean
-  // cross-entropy's AllReduce in the entry.
+  // and the scalar AllReduce of its auxiliary loss (a mean over the split groups, computed with
+  // the gating's masks: "gate_cumsum"); the mean cross-entropy's AllReduce in the entry.
   // Backward loops ("grad"): each iteration recomputes its forward (2 AllToAlls again, scoped
   // "recompute/"; the auxiliary loss's value is not needed) and mirrors it (2 more); one AllReduce per replicated
   // weight's gradient: per attention sublayer its 4 projections and the LayerNorm's scale and
@@ -222,7 +222,7 @@ TEST_CASE("whole model: the SPMD training step has the collectives of data + exp
   // Optimizer: the two RMS sums of each expert-split weight (wi, wo per side).
   const std::map<std::string, int> want = {
       {"all-to-all save dispatch_combine", 4},
-      {"all-reduce save gate_einsums", 2},
+      {"all-reduce save gate_cumsum", 2},
       {"all-reduce main softmax", 1},
       {"all-to-all grad recompute/dispatch_combine", 4},
       {"all-to-all grad backward/dispatch_combine", 4},
@@ -399,7 +399,7 @@ TEST_CASE("whole model: bad configs name the field") {
       ToyModelConfig(2));
   CHECK(j.num_layers == 36);
   CHECK(j.layer.d_model == 32);
-  CHECK(j.weight_dtype == DType::kBF16);
+  CHECK(j.layer.weight_dtype == DType::kBF16);
   CHECK_THROWS_WITH_AS(
       GShardModelConfig::FromJson(nlohmann::json{{"layers", 36}}, "model", ToyModelConfig(2)),
       doctest::Contains("model.layers"), ConfigError);

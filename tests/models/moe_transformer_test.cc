@@ -142,11 +142,16 @@ TEST_CASE("which ops go to which Figure 8 category") {
   CHECK(OpsInScope(*mod, kScopeAttention)["exponential"] == 2);
   CHECK(OpsInScope(*mod, kScopeTransformerFfn)["dot"] == 2);
   CHECK(OpsInScope(*mod, kScopeMoeFfn)["dot"] == 2);
-  // Gating logits, two GSE,GSC->GSEC outer products, dispatch and combine.
-  CHECK(OpsInScope(*mod, kScopeGateEinsums)["dot"] == 5);
-  CHECK(OpsInScope(*mod, kScopeGateEinsums)["random-uniform"] == 1);
+  // The paper's three gate einsums: gating logits, dispatch and combine (and the softmax).
+  CHECK(OpsInScope(*mod, kScopeGateEinsums)["dot"] == 3);
+  CHECK(OpsInScope(*mod, kScopeGateEinsums)["exponential"] == 1);
+  // The rest of Algorithm 1 goes with the cumsums: the top-2 selection, the random policy, the
+  // masks and the two GSE,GSC->GSEC outer products building the combine / dispatch tensors.
+  CHECK(OpsInScope(*mod, kScopeGateEinsums)["argmax"] == 0);
+  CHECK(OpsInScope(*mod, kScopeGateCumsum)["argmax"] == 2);
+  CHECK(OpsInScope(*mod, kScopeGateCumsum)["random-uniform"] == 1);
   CHECK(OpsInScope(*mod, kScopeGateCumsum)["cumsum"] == 2);
-  CHECK(OpsInScope(*mod, kScopeGateCumsum)["dot"] == 0);
+  CHECK(OpsInScope(*mod, kScopeGateCumsum)["dot"] == 2);
   // Only the two G <-> E layout changes.
   const std::map<std::string, int> dc = OpsInScope(*mod, kScopeDispatchCombine);
   CHECK(dc == std::map<std::string, int>{{"transpose", 2}});
@@ -286,7 +291,7 @@ TEST_CASE("bad configs are errors naming the field") {
 //   transformer_ffn  2 x 2*S*M*H                         = 68.7 GFLOP
 //   moe_ffn          2 x 2*(G*C)*M*H, G*C = 4096 tokens  = 137.4 GFLOP
 //   gate_einsums     2*S*M*E (logits) + 2 x 2*S*E*C*M (dispatch, combine)
-//                    + 2 x 2*S*E*C (the GSE,GSC->GSEC outer products, no contraction)
+//   gate_cumsum      2 x 2*S*E*C (the GSE,GSC->GSEC outer products, no contraction)
 TEST_CASE("paper size, 128 experts: matrix FLOPs per category match the hand derivation") {
   const int64_t d = 128;
   std::unique_ptr<ir::Module> mod = BuildMoeLayerPair(PaperMoeConfig(d));
@@ -301,9 +306,8 @@ TEST_CASE("paper size, 128 experts: matrix FLOPs per category match the hand der
   CHECK(per_core["attention"] == doctest::Approx(2 * 2 * 2 * s * l * nk));
   CHECK(per_core["transformer_ffn"] == doctest::Approx(2 * 2 * s * m * h));
   CHECK(per_core["moe_ffn"] == doctest::Approx(2 * 2 * (d * cap) * m * h));
-  CHECK(per_core["gate_einsums"] ==
-        doctest::Approx(2 * s * m * e + 2 * 2 * s * e * cap * m + 2 * 2 * s * e * cap));
-  CHECK(per_core.count("gate_cumsum") == 0);
+  CHECK(per_core["gate_einsums"] == doctest::Approx(2 * s * m * e + 2 * 2 * s * e * cap * m));
+  CHECK(per_core["gate_cumsum"] == doctest::Approx(2 * 2 * s * e * cap));
   CHECK(per_core.count("dispatch_combine") == 0);
 }
 

@@ -203,7 +203,8 @@ TEST_CASE("training step: the SPMD program has the collectives of a data + exper
   const partitioner::PartitionResult spmd = partitioner::PropagateAndPartition(*s.module, 4);
   const std::map<std::string, int> got = Collectives(*spmd.module);
   // Forward: the MoE layer's two AllToAlls (dispatch, combine); the two scalar means over the
-  // split groups (the cross-entropy and the auxiliary loss) are AllReduces.
+  // split groups (the cross-entropy and the auxiliary loss, which the gating computes from its
+  // masks: "gate_cumsum") are AllReduces.
   // Backward: the two AllToAlls again, mirrored; one AllReduce per replicated weight's gradient
   // (its partial sums over the local groups): 8 attention projections, 2 FFN weights, wg, and
   // the embedding twice (its lookup and the output projection are two contractions over the
@@ -213,7 +214,7 @@ TEST_CASE("training step: the SPMD program has the collectives of a data + exper
   const std::map<std::string, int> want = {
       {"all-to-all dispatch_combine", 2},
       {"all-to-all backward/dispatch_combine", 2},
-      {"all-reduce gate_einsums", 1},
+      {"all-reduce gate_cumsum", 1},
       {"all-reduce softmax", 1},
       {"all-reduce backward/projections", 8},
       {"all-reduce backward/transformer_ffn", 2},
