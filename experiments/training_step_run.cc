@@ -20,10 +20,8 @@
 //              "memory" (weights and activations per point, stacked bars) or "none" (default)
 //   details    write each point's simulator tables to DIR/<model>/ (default false)
 //
-// MFU = model FLOPs / (cores x step time x bf16 matrix peak), model FLOPs = 3 x the forward
-// pass's matmul FLOPs (recomputation not counted).
-//   days = tokens / (batch_tokens * steps_per_s) / 86400; core_years = cores * days / 365
-// (the reference file's table3_note). recompute_pct: the backward loops' recomputation time
+// MFU, days and core-years as experiments/training_point.h defines them (the reference file's
+// table3_note). recompute_pct: the backward loops' recomputation time
 // over the step time. weights_gib: weights and optimizer state at the peak; activations_gib:
 // the rest of the peak. no_remat_peak_gib: the peak had nothing been recomputed.
 // Outputs: results.csv (kTrainingColumns), results.json (the config, per point the resolved
@@ -42,13 +40,9 @@
 #include "base/io.h"
 #include "base/resources.h"
 #include "experiments/runners.h"
-#include "models/gshard_model.h"
-#include "pipeline/training.h"
+#include "experiments/training_point.h"
 #include "report/plot.h"
 #include "report/run_report.h"
-#include "sim/device/device.h"
-#include "sim/program/simulate.h"
-#include "topologies/load.h"
 
 namespace podsim::experiments {
 
@@ -106,21 +100,11 @@ struct TrainingConfig {
       } else {
         FailAt(path + ".model", "must be a preset name or an object with a \"name\"");
       }
-      // Errors now, not after the first point ran.
-      const int64_t cores = Cores(c, pt, path);
-      models::GShardModelConfig m = Model(pt, path + ".model", cores);
-      try {
-        models::ValidateModelConfig(m);
-      } catch (const ConfigError&) {
-        throw;
-      } catch (const Error& e) {
-        FailAt(path + ".model", e.what());  // which point's model cannot run on its slice
-      }
       c.points.push_back(std::move(pt));
     }
     if (r.Has("sim")) {
       c.sim = r.Value("sim");
-      sim::SimOptions::FromJson(c.sim, r.PathOf("sim"));
+      if (!c.sim.is_object()) FailAt(r.PathOf("sim"), "must be an object");
     }
     if (r.Has("optimizer")) {
       c.optimizer = models::OptimizerConfig::FromJson(r.Value("optimizer"), r.PathOf("optimizer"),
@@ -137,24 +121,15 @@ struct TrainingConfig {
       ref.Finish();
     }
     r.Finish();
+    // Errors now, not after the first point ran: which point cannot run on its slice.
+    for (size_t k = 0; k < c.points.size(); ++k) {
+      CheckTrainingPoint(c.Spec(c.points[k]), IndexPath("points", k));
+    }
     return c;
   }
 
-  // The point's topology config (overrides merged).
-  static nlohmann::json TopologyJson(const TrainingConfig& c, const TrainingPoint& p,
-                                     const std::string& path) {
-    nlohmann::json t = topo::ExpandTopologyConfig(p.topology, path + ".topology");
-    t.merge_patch(c.topology_overrides);
-    return t;
-  }
-  static int64_t Cores(const TrainingConfig& c, const TrainingPoint& p, const std::string& path) {
-    return topo::TopologyConfig::FromJson(TopologyJson(c, p, path), path + ".topology").NumCores();
-  }
-  static models::GShardModelConfig Model(const TrainingPoint& p, const std::string& path,
-                                         int64_t cores) {
-    models::GShardModelConfig m = models::GShardModelConfig::FromJson(p.model, path, {});
-    m.layer.num_devices = cores;
-    return m;
+  TrainingPointSpec Spec(const TrainingPoint& p) const {
+    return {p.model, p.topology, topology_overrides, sim, optimizer, remat, tokens};
   }
 };
 
@@ -172,15 +147,6 @@ nlohmann::json PaperRow(const nlohmann::json& table, const std::string& model) {
 }
 
 double Gib(int64_t bytes) { return static_cast<double>(bytes) / static_cast<double>(1ull << 30); }
-
-int64_t KindBytes(const sim::MemoryResult& m, std::initializer_list<const char*> kinds) {
-  int64_t n = 0;
-  for (const char* k : kinds) {
-    auto it = m.at_peak.by_kind.find(k);
-    if (it != m.at_peak.by_kind.end()) n += it->second;
-  }
-  return n;
-}
 
 // Columns of the CSV by name, so that a row is filled by what a point has.
 class Row {
@@ -268,7 +234,6 @@ RunSummary RunTrainingStep(const ExperimentContext& ctx) {
     }
     paper = ref[c.reference_table];
   }
-  const sim::SimOptions base = sim::SimOptions::FromJson(c.sim, "sim");
   const std::string remat_choice = c.remat ? ir::LoopRematName(*c.remat) : "auto";
   RunSummary summary;
   summary.name = c.name;
@@ -302,54 +267,37 @@ RunSummary RunTrainingStep(const ExperimentContext& ctx) {
     plot_point.paper_activations = paper_value("activations");
     nlohmann::json point = {{"model", pt.name}, {"topology", pt.topology}, {"remat_choice", remat_choice}};
     try {
-      const nlohmann::json topology_json = TrainingConfig::TopologyJson(c, pt, path);
-      const std::unique_ptr<topo::Topology> topology = topo::LoadTopology(topology_json, path + ".topology");
-      const int64_t cores = topology->num_cores();
-      const models::GShardModelConfig model = TrainingConfig::Model(pt, path + ".model", cores);
-      sim::SimOptions options = base;
-      if (!c.sim.contains("device") && topology_json.contains("device")) {
-        options.device = sim::DeviceSpecFromConfig(topology_json["device"], path + ".topology.device");
-      }
-      options.num_partitions = cores;
-      options.Validate("sim");
-      const pipeline::TrainingRun run = pipeline::RunTraining(model, c.optimizer, c.remat, *topology, options);
+      const TrainingPointResult p = RunTrainingPoint(c.Spec(pt), path);
+      const pipeline::TrainingRun& run = p.run;
       const sim::RunResult& result = run.result;
-      const std::string status = PointStatus(result);
+      const std::string status = p.status;
       CountPoint(summary, status);
       if (c.details) report::WriteResults(result, ctx.out_dir + "/" + pt.name);
-      const double step_s = result.step_time.micros() * 1e-6;
-      const double steps_per_s = 1 / step_s;
-      const double days = c.tokens / (static_cast<double>(run.batch_tokens) * steps_per_s) / 86400;
-      const double core_years = static_cast<double>(cores) * days / 365;
-      const double mfu = run.model_flops / (static_cast<double>(cores) * step_s *
-                                            options.device.matrix_bf16.value);
-      const int64_t weights = KindBytes(run.memory, {"weights", "optimizer_state"});
-      const int64_t activations = run.memory.peak_bytes - weights;
       const std::string remat = ir::LoopRematName(run.remat);
       // Fixed precision: 0.1 ms, 3 decimals for rates and memory, 2 for days and core-years.
-      row.Set("cores", std::to_string(cores));
+      row.Set("cores", std::to_string(p.cores));
       row.Set("batch_tokens", std::to_string(run.batch_tokens));
       row.Set("params", std::to_string(run.parameters));
       row.Set("remat", remat);
       row.Set("peak_gib", FormatFixed(Gib(run.memory.peak_bytes), 3));
-      row.Set("weights_gib", FormatFixed(Gib(weights), 3));
-      row.Set("activations_gib", FormatFixed(Gib(activations), 3));
+      row.Set("weights_gib", FormatFixed(Gib(p.weights_bytes), 3));
+      row.Set("activations_gib", FormatFixed(Gib(p.activations_bytes), 3));
       row.Set("no_remat_peak_gib", FormatFixed(Gib(run.no_remat_peak_bytes), 3));
       row.Set("status", status);
       // An OOM step's time is not a result.
       if (status == kPointOk) {
-        row.Set("step_ms", FormatFixed(step_s * 1e3, 1));
-        row.Set("steps_per_s", FormatFixed(steps_per_s, 3));
-        row.Set("core_years", FormatFixed(core_years, 2));
-        row.Set("days", FormatFixed(days, 2));
+        row.Set("step_ms", FormatFixed(p.step_s * 1e3, 1));
+        row.Set("steps_per_s", FormatFixed(p.steps_per_s, 3));
+        row.Set("core_years", FormatFixed(p.core_years, 2));
+        row.Set("days", FormatFixed(p.days, 2));
         row.Set("recompute_pct", FormatFixed(100 * run.recompute_fraction, 1));
-        row.Set("mfu", FormatFixed(mfu, 3));
+        row.Set("mfu", FormatFixed(p.mfu, 3));
       }
       plot_point.params_b = static_cast<double>(run.parameters) * 1e-9;
       plot_point.status = status;
-      plot_point.core_years = core_years;
-      plot_point.weights = Gib(weights);
-      plot_point.activations = Gib(activations);
+      plot_point.core_years = p.core_years;
+      plot_point.weights = Gib(p.weights_bytes);
+      plot_point.activations = Gib(p.activations_bytes);
       plot_point.remat = remat;
       nlohmann::json candidates = nlohmann::json::array();
       for (const pipeline::RematCandidate& cand : run.candidates) {
@@ -363,8 +311,8 @@ RunSummary RunTrainingStep(const ExperimentContext& ctx) {
                                     {"roofline_us", cat.roofline.micros()}};
       }
       point.update({{"status", status},
-                    {"cores", cores},
-                    {"resolved_model", model.ToJson()},
+                    {"cores", p.cores},
+                    {"resolved_model", p.model.ToJson()},
                     {"batch_tokens", run.batch_tokens},
                     {"parameters", run.parameters},
                     {"remat", remat},
@@ -373,11 +321,11 @@ RunSummary RunTrainingStep(const ExperimentContext& ctx) {
                     {"memory_saved_bytes", run.memory_saved_bytes},
                     {"recompute_fraction", run.recompute_fraction},
                     {"step_time_us", result.step_time.micros()},
-                    {"steps_per_s", steps_per_s},
-                    {"days", days},
-                    {"core_years", core_years},
+                    {"steps_per_s", p.steps_per_s},
+                    {"days", p.days},
+                    {"core_years", p.core_years},
                     {"model_flops", run.model_flops},
-                    {"mfu", mfu},
+                    {"mfu", p.mfu},
                     {"peak_memory_bytes", run.memory.peak_bytes},
                     {"peak_instruction", run.memory.peak_instruction},
                     {"memory_by_kind", run.memory.at_peak.by_kind},
@@ -405,7 +353,9 @@ RunSummary RunTrainingStep(const ExperimentContext& ctx) {
                          {"name", c.name},
                          {"config", ctx.config},
                          {"summary", summary.ToString()},
-                         {"resolved", {{"sim", base.ToJson()}, {"optimizer", c.optimizer.ToJson()}}},
+                         {"resolved",
+                          {{"sim", sim::SimOptions::FromJson(c.sim, "sim").ToJson()},
+                           {"optimizer", c.optimizer.ToJson()}}},
                          {"points", points}});
   if (c.plot != "none") WritePlot(ctx, c, plotted);
   return summary;
