@@ -1,4 +1,5 @@
-// podsim run CONFIG --out DIR [--force] [--jobs N] [--set path=value ...]: runs an experiment config.
+// podsim run CONFIG --out DIR [--force | --resume] [--jobs N] [--set path=value ...]: runs an
+// experiment config.
 // Prints how its points ended; exits 1 when no point gave a result (every one failed or ran
 // out of device memory), as well as on an error.
 
@@ -22,6 +23,9 @@ int RunCommand(const Args& args) {
       "out", po::value<std::string>()->required(),
       "output directory: new or empty (DIR/status says running, done or failed)")(
       "force", "replace the files of an earlier run in --out")(
+      "resume",
+      "continue the sweep that left --out (killed, failed or done): its finished points are "
+      "kept, the others run; the results equal a clean run's")(
       "jobs,j", po::value<int>()->default_value(0),
       "points run at once where they are independent (collective sweeps); 0: one per hardware "
       "thread. Results are the same for any value")(
@@ -31,13 +35,15 @@ int RunCommand(const Args& args) {
   pos.add("config", 1);
   po::variables_map vm;
   if (!ParseOptions(args, desc, pos, vm)) {
-    std::cout << "usage: podsim run CONFIG.json --out DIR [--force] [--jobs N] [--set path=value ...]\n\n"
+    std::cout << "usage: podsim run CONFIG.json --out DIR [--force | --resume] [--jobs N] "
+                 "[--set path=value ...]\n\n"
               << "experiment kinds: " << kinds << "\n\n" << desc;
     return 0;
   }
   experiments::RunOptions options;
   options.out_dir = vm["out"].as<std::string>();
   options.force = vm.count("force") > 0;
+  options.resume = vm.count("resume") > 0;
   options.jobs = vm["jobs"].as<int>();
   if (options.jobs < 0) throw ConfigError("--jobs: must be >= 0, got " + std::to_string(options.jobs));
   if (vm.count("set")) options.overrides = vm["set"].as<std::vector<std::string>>();

@@ -26,6 +26,7 @@ const std::map<std::string, Runner>& Runners() {
       {"moe_layer_breakdown", {RunMoeLayerBreakdown, CheckMoeLayerBreakdown}},
       {"parameter_count", {RunParameterCount, CheckParameterCount}},
       {"training_step", {RunTrainingStep, CheckTrainingStep}},
+      {"sweep", {RunSweep, CheckSweep}},
   };
   return runners;
 }
@@ -43,6 +44,7 @@ const Runner& RunnerOf(const nlohmann::json& config, const std::string& config_p
 std::string RunSummary::Counts() const {
   std::string s = std::to_string(ok) + " ok, " + std::to_string(oom) + " oom, " +
                   std::to_string(failed) + " failed";
+  if (invalid > 0) s += ", " + std::to_string(invalid) + " invalid";
   if (skipped > 0) s += ", " + std::to_string(skipped) + " skipped";
   return s;
 }
@@ -63,6 +65,8 @@ void CountPoint(RunSummary& summary, const std::string& status) {
     ++summary.oom;
   } else if (status == kPointSkipped) {
     ++summary.skipped;
+  } else if (status == kPointInvalid) {
+    ++summary.invalid;
   } else {
     ++summary.failed;
   }
@@ -90,10 +94,18 @@ RunSummary RunExperiment(nlohmann::json config, const std::string& config_path,
   ctx.config_path = config_path;
   ctx.out_dir = options.out_dir;
   ctx.jobs = options.jobs;
+  ctx.resume = options.resume;
   const Runner& runner = RunnerOf(ctx.config, config_path);
   // A config error is found before the output directory is touched.
   runner.check(ctx.config);
-  const report::OutputDir out = report::OutputDir::Claim(ctx.out_dir, options.force);
+  if (options.resume && ctx.config["experiment"] != "sweep") {
+    throw ConfigError("--resume: only sweep experiments resume (this is a " +
+                      ctx.config["experiment"].get<std::string>() + "); rerun it with --force");
+  }
+  if (options.resume && options.force) throw ConfigError("--resume and --force exclude each other");
+  const report::OutputDir out = options.resume
+                                    ? report::OutputDir::Resume(ctx.out_dir)
+                                    : report::OutputDir::Claim(ctx.out_dir, options.force);
   try {
     const RunSummary summary = runner.run(ctx);
     if (summary.all_failed()) {

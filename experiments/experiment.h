@@ -16,6 +16,9 @@ struct RunOptions {
   std::string out_dir;                 // created if missing; must be empty unless `force`
   std::vector<std::string> overrides;  // "path=value", applied to the config in order
   bool force = false;                  // replace an earlier run's files in out_dir
+  // Continue the run that left out_dir (killed, failed or done): its finished points are kept
+  // and not run again (sweep experiments; other kinds refuse it). A new out_dir starts afresh.
+  bool resume = false;
   // Points run at once by the runners whose points are independent (collective_sweep); 0: the
   // machine's hardware threads. Results do not depend on it.
   int jobs = 0;
@@ -23,19 +26,21 @@ struct RunOptions {
 
 // How the points of a run ended. A point that ran out of device memory is "oom" (its times are
 // still reported); one whose simulation raised an error is "failed" (no times; the error is in
-// results.json and results.csv). Points a runner chose not to run (MPMD over its time budget)
-// are "skipped".
+// results.json and results.csv). A point whose configuration cannot run (a sweep's model that
+// does not divide over its slice) is "invalid", with the reason. Points a runner chose not to
+// run (MPMD over its time budget, a sweep's skip rule) are "skipped".
 struct RunSummary {
   std::string name;  // the config's "name"
   int64_t ok = 0;
   int64_t oom = 0;
   int64_t failed = 0;
+  int64_t invalid = 0;
   int64_t skipped = 0;
 
-  int64_t points() const { return ok + oom + failed + skipped; }
+  int64_t points() const { return ok + oom + failed + invalid + skipped; }
   // No point gave a usable result: `podsim run` exits non-zero.
   bool all_failed() const { return points() > 0 && ok == 0; }
-  // "2 ok, 1 oom, 0 failed" (", 1 skipped" when any were).
+  // "2 ok, 1 oom, 0 failed" (", 1 invalid" and ", 1 skipped" when any were).
   std::string Counts() const;
   // "3 points: " + Counts().
   std::string ToString() const;

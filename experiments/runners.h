@@ -19,6 +19,7 @@ struct ExperimentContext {
   std::string config_path;  // for messages and for resolving relative paths
   std::string out_dir;      // exists
   int jobs = 0;             // RunOptions::jobs
+  bool resume = false;      // RunOptions::resume: out_dir may hold the run's finished points
 };
 
 // The status cell of results.csv and the "status" of a point in results.json.
@@ -26,6 +27,7 @@ inline constexpr const char* kPointOk = "ok";
 inline constexpr const char* kPointOom = "oom";
 inline constexpr const char* kPointFailed = "failed";
 inline constexpr const char* kPointSkipped = "skipped";
+inline constexpr const char* kPointInvalid = "invalid";
 
 // Counts a point of `status` (one of the names above) into `summary`.
 void CountPoint(RunSummary& summary, const std::string& status);
@@ -43,10 +45,12 @@ RunSummary RunSpmdVsMpmd(const ExperimentContext& ctx);
 RunSummary RunMoeLayerBreakdown(const ExperimentContext& ctx);
 RunSummary RunParameterCount(const ExperimentContext& ctx);
 RunSummary RunTrainingStep(const ExperimentContext& ctx);
+RunSummary RunSweep(const ExperimentContext& ctx);
 void CheckCollectiveSweep(const nlohmann::json& config);
 void CheckSpmdVsMpmd(const nlohmann::json& config);
 void CheckMoeLayerBreakdown(const nlohmann::json& config);
 void CheckParameterCount(const nlohmann::json& config);
 void CheckTrainingStep(const nlohmann::json& config);
+void CheckSweep(const nlohmann::json& config);
 
 }  // namespace podsim::experiments

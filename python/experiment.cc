@@ -37,13 +37,14 @@ ConfigArgument ReadConfigArgument(py::handle config, py::handle overrides) {
   return c;
 }
 
-py::dict RunExperiment(py::handle config, const std::string& out, py::handle overrides,
-                       bool force, int jobs) {
+py::dict RunExperiment(py::handle config, const std::string& out, py::handle overrides, bool force,
+                       bool resume, int jobs) {
   if (jobs < 0) throw ConfigError("jobs: must be >= 0, got " + std::to_string(jobs));
   ConfigArgument c = ReadConfigArgument(config, py::none());
   experiments::RunOptions options;
   options.out_dir = out;
   options.force = force;
+  options.resume = resume;
   options.jobs = jobs;
   options.overrides = Overrides(overrides);
   experiments::RunSummary s;
@@ -52,7 +53,7 @@ py::dict RunExperiment(py::handle config, const std::string& out, py::handle ove
     s = experiments::RunExperiment(std::move(c.config), c.path, options);
   }
   return py::dict("name"_a = s.name, "points"_a = s.points(), "ok"_a = s.ok, "oom"_a = s.oom,
-                  "failed"_a = s.failed, "skipped"_a = s.skipped,
+                  "failed"_a = s.failed, "invalid"_a = s.invalid, "skipped"_a = s.skipped,
                   "all_failed"_a = s.all_failed(), "out"_a = out);
 }
 
@@ -81,17 +82,19 @@ void BindExperiment(py::module_& m) {
   m.def("experiment_kinds", &experiments::ExperimentKinds,
         "The values an experiment config's \"experiment\" key may take.");
   m.def("run_experiment", &RunExperiment, py::arg("config"), py::arg("out"), py::kw_only(),
-        py::arg("overrides") = py::none(), py::arg("force") = false, py::arg("jobs") = 0,
+        py::arg("overrides") = py::none(), py::arg("force") = false, py::arg("resume") = false,
+        py::arg("jobs") = 0,
         R"(Runs an experiment config as `podsim run CONFIG --out OUT` does.
 
 config      a JSON file path or a dict (docs/config.md)
-out         the output directory: new or empty (force=True replaces an earlier run's files)
+out         the output directory: new or empty (force=True replaces an earlier run's files;
+            resume=True continues the sweep that left it, as --resume)
 overrides   "PATH=VALUE" strings or a dict, applied to the config in order
 jobs        points run at once where they are independent (collective sweeps); 0: one per
             hardware thread (--jobs); results are the same for any value
 
 Writes results.csv, results.json, plots and OUT/status; returns how the points ended:
-{name, points, ok, oom, failed, skipped, all_failed, out}. read_results(out) reads them.)");
+{name, points, ok, oom, failed, invalid, skipped, all_failed, out}. read_results(out) reads them.)");
   m.def(
       "check_experiment",
       [](py::handle config, py::handle overrides) {

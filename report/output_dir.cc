@@ -74,6 +74,19 @@ OutputDir OutputDir::Claim(const std::string& dir, bool force) {
   return OutputDir(dir);
 }
 
+OutputDir OutputDir::Resume(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec) || Entries(dir).empty()) return Claim(dir, false);
+  if (!fs::is_directory(dir, ec)) throw Error("--out '" + dir + "' exists and is not a directory");
+  const std::vector<std::string> names = Entries(dir);
+  if (std::find(names.begin(), names.end(), kStatusFile) == names.end()) {
+    throw Error("--out '" + dir + "' holds files (" + SomeNames(names) +
+                ") but no podsim status file: there is no run to resume there");
+  }
+  WriteFileAtomic(StatusPath(dir), "status: running\n");
+  return OutputDir(dir);
+}
+
 void OutputDir::Done(const std::string& details) const {
   std::string text = "status: done\n" + details;
   if (!details.empty() && details.back() != '\n') text += "\n";

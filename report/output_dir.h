@@ -25,6 +25,10 @@ class OutputDir {
   // "status: running", then, with `force`, removes every other entry. Throws podsim::Error
   // naming the directory when it holds files (without `force`), or files but no status file.
   static OutputDir Claim(const std::string& dir, bool force);
+  // Claims `dir` to continue the run that left it (`podsim run --resume`): writes "status:
+  // running" and keeps every file. A new or empty `dir` is claimed as by Claim. Throws
+  // podsim::Error when `dir` holds files but no status file (not a podsim output directory).
+  static OutputDir Resume(const std::string& dir);
 
   const std::string& path() const { return path_; }
   // "status: done" plus `details` lines ("points: ..."), written atomically.

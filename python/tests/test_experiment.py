@@ -40,7 +40,7 @@ def test_run_and_read_back(tmp_path):
     out = str(tmp_path / "run")
     summary = podsim.run_experiment(sweep(tmp_path), out)
     assert summary == {"name": "rings", "points": 2, "ok": 2, "oom": 0, "failed": 0,
-                       "skipped": 0, "all_failed": False, "out": out}
+                       "invalid": 0, "skipped": 0, "all_failed": False, "out": out}
     results = podsim.read_results(out)
     assert results["run_status"] == "done"
     got = points(results)
