@@ -9,6 +9,7 @@ packages=(
   libboost-graph-dev libboost-program-options-dev
   libeigen3-dev nlohmann-json3-dev libbenchmark-dev doctest-dev
   protobuf-compiler libprotobuf-dev
+  libopenmpi-dev openmpi-bin
   gnuplot-nox python3
   python3-dev pybind11-dev pybind11-json-dev python3-numpy python3-pytest python3-jsonschema
 )

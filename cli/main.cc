@@ -1,5 +1,6 @@
 // The podsim binary: dispatches to sub-commands.
 
+#include <algorithm>
 #include <exception>
 #include <functional>
 #include <new>
@@ -13,6 +14,7 @@
 #include "base/version.h"
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "experiments/distributed.h"
 
 namespace {
 
@@ -48,6 +50,28 @@ void PrintUsage(std::ostream& os) {
   os << "\n" << podsim::cli::CommonOptions() << "  --version             print podsim's version\n";
 }
 
+// Runs one command; an error becomes a message on stderr and a non-zero exit code.
+int RunCommand(const Command& c, const podsim::cli::Args& args) {
+  const std::string name = c.name;
+  try {
+    return c.run(args);
+  } catch (const std::bad_alloc&) {
+    // The estimates before large allocations (base/memory.h) should catch this first; an
+    // allocation they do not cover still ends in a sentence, not in "std::bad_alloc".
+    std::cerr << "podsim " << name << ": error: out of memory: the input asks for more memory "
+                 "than this machine has (a smaller pod, fewer partitions or a smaller "
+                 "module may fit)\n";
+    return 1;
+  } catch (const boost::program_options::error& e) {
+    std::cerr << "podsim " << name << ": error: " << e.what() << " (see podsim " << name
+              << " --help)\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "podsim " << name << ": error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -59,29 +83,26 @@ int main(int argc, char** argv) {
     PrintUsage(argc < 2 ? std::cerr : std::cout);
     return argc < 2 ? 2 : 0;
   }
+  namespace dist = podsim::experiments::dist;
+  try {
+    dist::InitIfLaunched(&argc, &argv);
+  } catch (const std::exception& e) {
+    std::cerr << "podsim: error: " << e.what() << "\n";
+    return 1;
+  }
   const std::string name = argv[1];
   podsim::cli::Args args(argv + 2, argv + argc);
-  for (const Command& c : Commands()) {
-    if (name != c.name) continue;
-    try {
-      return c.run(args);
-    } catch (const std::bad_alloc&) {
-      // The estimates before large allocations (base/memory.h) should catch this first; an
-      // allocation they do not cover still ends in a sentence, not in "std::bad_alloc".
-      std::cerr << "podsim " << name << ": error: out of memory: the input asks for more memory "
-                   "than this machine has (a smaller pod, fewer partitions or a smaller "
-                   "module may fit)\n";
-      return 1;
-    } catch (const boost::program_options::error& e) {
-      std::cerr << "podsim " << name << ": error: " << e.what() << " (see podsim " << name
-                << " --help)\n";
-      return 2;
-    } catch (const std::exception& e) {
-      std::cerr << "podsim " << name << ": error: " << e.what() << "\n";
-      return 1;
-    }
+  int code = 2;
+  const auto command = std::find_if(Commands().begin(), Commands().end(),
+                                    [&](const Command& c) { return name == c.name; });
+  if (command != Commands().end()) {
+    code = RunCommand(*command, args);
+  } else {
+    std::cerr << "podsim: unknown command '" << name << "'\n";
+    PrintUsage(std::cerr);
   }
-  std::cerr << "podsim: unknown command '" << name << "'\n";
-  PrintUsage(std::cerr);
-  return 2;
+  // Under mpirun a rank that fails takes the others down rather than leave them waiting.
+  if (code != 0 && dist::Size() > 1) dist::Abort(code);
+  dist::Finalize();
+  return code;
 }

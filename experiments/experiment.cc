@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "base/io.h"
 #include "base/version.h"
+#include "experiments/distributed.h"
 #include "experiments/runners.h"
 #include "report/output_dir.h"
 
@@ -95,12 +96,30 @@ RunSummary RunExperiment(nlohmann::json config, const std::string& config_path,
   ctx.out_dir = options.out_dir;
   ctx.jobs = options.jobs;
   ctx.resume = options.resume;
+  ctx.shard_index = options.shard_index;
+  ctx.shard_count = options.shard_count;
+  ctx.merge_dirs = options.merge_dirs;
   const Runner& runner = RunnerOf(ctx.config, config_path);
   // A config error is found before the output directory is touched.
   runner.check(ctx.config);
-  if (options.resume && ctx.config["experiment"] != "sweep") {
-    throw ConfigError("--resume: only sweep experiments resume (this is a " +
-                      ctx.config["experiment"].get<std::string>() + "); rerun it with --force");
+  const bool sweep = ctx.config["experiment"] == "sweep";
+  const std::string kind = ctx.config["experiment"].get<std::string>();
+  if (!sweep && (options.resume || options.shard_count > 1 || !options.merge_dirs.empty())) {
+    throw ConfigError("--resume, --shard and --merge are for sweep experiments (this is a " +
+                      kind + ")");
+  }
+  if (options.shard_count < 1 || options.shard_index < 0 ||
+      options.shard_index >= options.shard_count) {
+    throw ConfigError("--shard: K/N needs 0 <= K < N, got " + std::to_string(options.shard_index) +
+                      "/" + std::to_string(options.shard_count));
+  }
+  if (dist::Rank() > 0) {
+    // MPI: rank 0 writes the output directory; a sweep's other ranks run the points it hands
+    // out, any other experiment runs on rank 0 alone.
+    if (sweep) RunSweepWorker(ctx);
+    RunSummary idle;
+    idle.name = ctx.config.value("name", kind);
+    return idle;
   }
   if (options.resume && options.force) throw ConfigError("--resume and --force exclude each other");
   const report::OutputDir out = options.resume

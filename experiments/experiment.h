@@ -19,6 +19,13 @@ struct RunOptions {
   // Continue the run that left out_dir (killed, failed or done): its finished points are kept
   // and not run again (sweep experiments; other kinds refuse it). A new out_dir starts afresh.
   bool resume = false;
+  // Run only the points k with k % shard_count == shard_index (sweeps; `--shard K/N`, for job
+  // arrays): results.csv then holds those points' rows.
+  int64_t shard_index = 0;
+  int64_t shard_count = 1;
+  // Output directories of other runs of the same sweep (shards): their finished points are
+  // taken instead of run (`--merge DIR`).
+  std::vector<std::string> merge_dirs;
   // Points run at once by the runners whose points are independent (collective_sweep); 0: the
   // machine's hardware threads. Results do not depend on it.
   int jobs = 0;

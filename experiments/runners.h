@@ -20,6 +20,9 @@ struct ExperimentContext {
   std::string out_dir;      // exists
   int jobs = 0;             // RunOptions::jobs
   bool resume = false;      // RunOptions::resume: out_dir may hold the run's finished points
+  int64_t shard_index = 0;  // RunOptions::shard_index, shard_count, merge_dirs
+  int64_t shard_count = 1;
+  std::vector<std::string> merge_dirs;
 };
 
 // The status cell of results.csv and the "status" of a point in results.json.
@@ -46,6 +49,8 @@ RunSummary RunMoeLayerBreakdown(const ExperimentContext& ctx);
 RunSummary RunParameterCount(const ExperimentContext& ctx);
 RunSummary RunTrainingStep(const ExperimentContext& ctx);
 RunSummary RunSweep(const ExperimentContext& ctx);
+// An MPI rank other than 0: runs the points rank 0 hands out (experiments/distributed.h).
+void RunSweepWorker(const ExperimentContext& ctx);
 void CheckCollectiveSweep(const nlohmann::json& config);
 void CheckSpmdVsMpmd(const nlohmann::json& config);
 void CheckMoeLayerBreakdown(const nlohmann::json& config);

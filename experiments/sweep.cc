@@ -6,7 +6,9 @@
 //   base       the point every other is varied from: {"model": a preset name ("2048E,36L") or
 //              a models::GShardModelConfig object, "topology": a preset name or file,
 //              "topology_overrides", "sim", "optimizer", "remat" ("auto" default), "tokens"
-//              (1e12 default)}
+//              (1e12 default)}; or, for GShard Figure 8's forward layer pair instead of the
+//              training step, {"layer": models::MoeLayerConfig keys and "experts" (default: one
+//              per core), "topology", "topology_overrides", "sim"} (G = D = the cores)
 //   axes       [{"path": "model.experts", "values": [128, 512, 2048]}, ...], in the order of the
 //              results' columns. A path is set in `base` as --set sets a config: "topology"
 //              replaces the preset, "topology.X" sets topology_overrides.X, "model.X" a model
@@ -46,14 +48,25 @@
 #include "base/error.h"
 #include "base/format.h"
 #include "base/io.h"
+#include "experiments/distributed.h"
 #include "experiments/runners.h"
 #include "experiments/training_point.h"
+#include "models/moe_transformer.h"
+#include "pipeline/simulate.h"
 #include "report/plot.h"
 #include "topologies/load.h"
 
 namespace podsim::experiments {
 
 namespace {
+
+// A point's config, parsed: a training step (the whole model) or the Figure 8 layer pair.
+struct SweepPointSpec {
+  TrainingPointSpec training;  // topology, overrides and sim always; the model for a training step
+  bool layer = false;
+  nlohmann::json layer_model = nlohmann::json::object();  // MoeLayerConfig keys
+  int64_t experts = 0;                                    // 0: one per core
+};
 
 // The columns after the axes'.
 const std::vector<std::string> kSweepColumns = {"status",     "reason",
@@ -216,13 +229,27 @@ struct SweepConfig {
   }
 
   // The training point a point's config describes (structural errors only: ConfigError).
-  static TrainingPointSpec Spec(const nlohmann::json& p, const std::string& path) {
+  static SweepPointSpec Spec(const nlohmann::json& p, const std::string& path) {
     JsonReader r(p, path);
-    TrainingPointSpec s;
-    s.model = r.Value("model");
-    if (s.model.is_string()) s.model = nlohmann::json{{"preset", s.model}};
-    if (!s.model.is_object()) FailAt(r.PathOf("model"), "must be a preset name or an object");
-    models::GShardModelConfig::FromJson(s.model, r.PathOf("model"), {});
+    SweepPointSpec point;
+    TrainingPointSpec& s = point.training;
+    if (r.Has("layer")) {
+      point.layer = true;
+      point.layer_model = r.Value("layer");
+      if (!point.layer_model.is_object()) FailAt(r.PathOf("layer"), "must be an object");
+      if (point.layer_model.contains("experts")) {
+        JsonReader e(point.layer_model, r.PathOf("layer"));
+        point.experts = e.Int("experts", Limit::AtLeast(2));
+        point.layer_model.erase("experts");
+      }
+      models::MoeLayerConfig::FromJson(point.layer_model, r.PathOf("layer"),
+                                       models::PaperMoeConfig(2));
+    } else {
+      s.model = r.Value("model");
+      if (s.model.is_string()) s.model = nlohmann::json{{"preset", s.model}};
+      if (!s.model.is_object()) FailAt(r.PathOf("model"), "must be a preset name or an object");
+      models::GShardModelConfig::FromJson(s.model, r.PathOf("model"), {});
+    }
     s.topology = r.String("topology");
     topo::ExpandTopologyConfig(s.topology, r.PathOf("topology"));  // an unknown preset: now
     if (r.Has("topology_overrides")) {
@@ -234,14 +261,16 @@ struct SweepConfig {
       s.sim = r.Value("sim");
       sim::SimOptions::FromJson(s.sim, r.PathOf("sim"));
     }
-    if (r.Has("optimizer")) {
-      s.optimizer = models::OptimizerConfig::FromJson(r.Value("optimizer"), r.PathOf("optimizer"),
-                                                      s.optimizer);
+    if (!point.layer) {  // a layer pair has no optimizer, remat or tokens: unknown keys
+      if (r.Has("optimizer")) {
+        s.optimizer = models::OptimizerConfig::FromJson(r.Value("optimizer"), r.PathOf("optimizer"),
+                                                        s.optimizer);
+      }
+      s.remat = pipeline::ParseRematChoice(r.Choice("remat", pipeline::RematChoices(), "auto"));
+      s.tokens = r.Double("tokens", s.tokens, Limit::Positive());
     }
-    s.remat = pipeline::ParseRematChoice(r.Choice("remat", pipeline::RematChoices(), "auto"));
-    s.tokens = r.Double("tokens", s.tokens, Limit::Positive());
     r.Finish();
-    return s;
+    return point;
   }
 
   std::vector<std::string> Columns() const {
@@ -301,7 +330,48 @@ PointRecord RunPoint(const SweepConfig& c, int64_t k) {
   };
   if (c.Skipped(values)) return finish(kPointSkipped, "a skip rule");
   const std::string path = "point " + std::to_string(k);
-  const TrainingPointSpec spec = SweepConfig::Spec(c.PointJson(values), path);
+  const SweepPointSpec point = SweepConfig::Spec(c.PointJson(values), path);
+  if (point.layer) {
+    // GShard Figure 8's layer pair, forward, on every core (G = D = cores).
+    std::unique_ptr<topo::Topology> topology;
+    models::MoeLayerConfig m;
+    sim::SimOptions options;
+    try {
+      const TrainingPointSpec& s = point.training;
+      const nlohmann::json tj = PointTopologyJson(s.topology, s.topology_overrides, path);
+      topology = topo::LoadTopology(tj, path + ".topology");
+      const int64_t cores = topology->num_cores();
+      m = models::MoeLayerConfig::FromJson(point.layer_model, path + ".layer",
+                                           models::PaperMoeConfig(cores));
+      if (point.experts > 0) m.num_experts = point.experts;
+      models::ValidateMoeConfig(m);
+      options = PointSimOptions(s.sim, tj, path, cores);
+    } catch (const Error& e) {
+      return finish(kPointInvalid, e.what());
+    }
+    try {
+      const sim::RunResult result = pipeline::SimulateMoeLayerPair(m, *topology, options);
+      const bool ok = std::string(PointStatus(result)) == kPointOk;
+      const double step_s = result.step_time.micros() * 1e-6;
+      cells["cores"] = std::to_string(topology->num_cores());
+      cells["chips"] = std::to_string(topology->num_chips());
+      cells["peak_gib"] = FormatFixed(Gib(result.memory.peak_bytes), 3);
+      rec.detail.update({{"cores", topology->num_cores()},
+                         {"chips", topology->num_chips()},
+                         {"resolved_model", m.ToJson()},
+                         {"peak_memory_bytes", result.memory.peak_bytes}});
+      if (ok) {
+        cells["step_ms"] = FormatFixed(step_s * 1e3, 3);
+        cells["steps_per_s"] = FormatFixed(1 / step_s, 3);
+        rec.detail.update(
+            {{"step_time_us", result.step_time.micros()}, {"steps_per_s", 1 / step_s}});
+      }
+      return finish(PointStatus(result), ok ? "" : result.memory.message);
+    } catch (const Error& e) {
+      return finish(kPointFailed, e.what());
+    }
+  }
+  const TrainingPointSpec& spec = point.training;
   try {
     CheckTrainingPoint(spec, path);
   } catch (const ConfigError& e) {
@@ -351,65 +421,94 @@ PointRecord RunPoint(const SweepConfig& c, int64_t k) {
   }
 }
 
-// The points log: one JSON line per finished point.
+// A record as one JSON text (the points log's line without its newline, and what an MPI rank
+// sends back): the fingerprint of the config it belongs to, the index, the row and the entry.
+std::string RecordText(const PointRecord& rec, const std::string& fingerprint) {
+  return nlohmann::json{
+      {"fingerprint", fingerprint}, {"index", rec.index}, {"row", rec.row}, {"point", rec.detail}}
+      .dump();
+}
+
+// Reads a record back; throws podsim::Error naming `where` if it is not one of this sweep's.
+PointRecord ParseRecord(const std::string& text, const std::string& fingerprint, int64_t num_points,
+                        size_t row_width, const std::string& where) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("fingerprint") || !j["index"].is_number_integer() ||
+      !j["row"].is_array() || !j.contains("point")) {
+    throw Error(where + ": not a sweep point record: " + text.substr(0, 80));
+  }
+  if (j["fingerprint"] != fingerprint) {
+    throw Error(where + " holds points of another sweep config (fingerprint " +
+                j["fingerprint"].dump() + ", this config's \"" + fingerprint +
+                "\"); run with --force to start over");
+  }
+  PointRecord rec;
+  rec.index = j["index"].get<int64_t>();
+  rec.row = j["row"].get<std::vector<std::string>>();
+  rec.detail = j["point"];
+  if (rec.index < 0 || rec.index >= num_points || rec.row.size() != row_width) {
+    throw Error(where + ": point " + std::to_string(rec.index) + " does not fit this sweep");
+  }
+  return rec;
+}
+
+// The whole lines of a points log (a torn last line, without its newline, is left out).
+std::vector<std::string> LogLines(const std::string& path) {
+  std::vector<std::string> lines;
+  const std::string text = ReadFile(path);
+  for (size_t start = 0, end; (end = text.find('\n', start)) != std::string::npos;
+       start = end + 1) {
+    lines.push_back(text.substr(start, end - start));
+  }
+  return lines;
+}
+
+// The points log of the output directory: one line per finished point.
 class PointsLog {
  public:
-  PointsLog(std::string path, std::string fingerprint)
-      : path_(std::move(path)), fingerprint_(std::move(fingerprint)) {}
+  PointsLog(std::string path, std::string fingerprint, int64_t num_points, size_t row_width)
+      : path_(std::move(path)),
+        fingerprint_(std::move(fingerprint)),
+        num_points_(num_points),
+        row_width_(row_width) {}
   ~PointsLog() {
     if (fd_ >= 0) ::close(fd_);
   }
   PointsLog(const PointsLog&) = delete;
   PointsLog& operator=(const PointsLog&) = delete;
 
-  // The points an earlier run of this config finished (by index; resume only). Rewrites the log
-  // without a torn last line, then opens it for appending.
-  std::map<int64_t, PointRecord> Open(bool resume, int64_t num_points, size_t row_width) {
-    std::map<int64_t, PointRecord> done;
+  // Opens the log for appending, first (resume) reading the points an earlier run finished
+  // into `done` and rewriting the log without a torn last line; otherwise starting it empty.
+  void Open(bool resume, std::map<int64_t, PointRecord>& done) {
     std::string kept;
     if (resume && ::access(path_.c_str(), F_OK) == 0) {
-      const std::string text = ReadFile(path_);
-      size_t start = 0;
-      while (start < text.size()) {
-        const size_t end = text.find('\n', start);
-        if (end == std::string::npos) break;  // torn: the run died while appending it
-        const std::string line = text.substr(start, end - start + 1);
-        start = end + 1;
-        const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-        if (!j.is_object() || !j.contains("fingerprint") || !j.contains("index") ||
-            !j.contains("row") || !j.contains("point")) {
-          throw Error(path_ + ": not a points log line: " + line.substr(0, 80));
-        }
-        if (j["fingerprint"] != fingerprint_) {
-          throw Error(path_ + " holds points of another sweep config (fingerprint " +
-                      j["fingerprint"].dump() + ", this config's \"" + fingerprint_ +
-                      "\"); run with --force to start over");
-        }
-        PointRecord rec;
-        rec.index = j["index"].get<int64_t>();
-        rec.row = j["row"].get<std::vector<std::string>>();
-        rec.detail = j["point"];
-        if (rec.index < 0 || rec.index >= num_points || rec.row.size() != row_width) {
-          throw Error(path_ + ": point " + std::to_string(rec.index) + " does not fit this sweep");
-        }
-        if (done.emplace(rec.index, std::move(rec)).second) kept += line;
+      for (const std::string& line : LogLines(path_)) {
+        PointRecord rec = ParseRecord(line, fingerprint_, num_points_, row_width_, path_);
+        if (done.emplace(rec.index, std::move(rec)).second) kept += line + "\n";
       }
     }
     WriteFileAtomic(path_, kept);
     fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
     if (fd_ < 0) throw Error("cannot open '" + path_ + "': " + std::strerror(errno));
-    return done;
   }
 
-  // Appends a finished point: one write, then fsync, so that a point is either whole in the
-  // log or (killed mid-write) a torn last line that Open drops.
-  void Append(const PointRecord& rec) {
-    const std::string line = nlohmann::json{{"fingerprint", fingerprint_},
-                                            {"index", rec.index},
-                                            {"row", rec.row},
-                                            {"point", rec.detail}}
-                                 .dump() +
-                             "\n";
+  // Adds the points another run of this config finished (its directory's log: a shard's, say)
+  // that `done` lacks, appending each to this log.
+  void Merge(const std::string& dir, std::map<int64_t, PointRecord>& done) {
+    const std::string path = dir + "/" + kLogFile;
+    if (::access(path.c_str(), F_OK) != 0) throw Error("--merge: no " + path);
+    for (const std::string& line : LogLines(path)) {
+      PointRecord rec = ParseRecord(line, fingerprint_, num_points_, row_width_, path);
+      if (done.count(rec.index)) continue;
+      Append(line);
+      done.emplace(rec.index, std::move(rec));
+    }
+  }
+
+  // Appends a record: one write, then fsync, so that a point is either whole in the log or
+  // (killed mid-write) a torn last line that Open drops.
+  void Append(const std::string& record_text) {
+    const std::string line = record_text + "\n";
     size_t written = 0;
     while (written < line.size()) {
       const ssize_t n = ::write(fd_, line.data() + written, line.size() - written);
@@ -423,6 +522,8 @@ class PointsLog {
  private:
   std::string path_;
   std::string fingerprint_;
+  int64_t num_points_;
+  size_t row_width_;
   int fd_ = -1;
 };
 
@@ -448,18 +549,46 @@ void WritePlot(const ExperimentContext& ctx, const SweepConfig& c,
     if (std::find(series.begin(), series.end(), s) == series.end()) series.push_back(s);
     if (std::find(xs.begin(), xs.end(), r.row[xc]) == xs.end()) xs.push_back(r.row[xc]);
   }
+  // Within a series, one line per combination of the other axes (a blank line between them:
+  // gnuplot starts a new line there, in the series' colour), in point order.
+  auto rest_of = [&](const PointRecord& r) {
+    std::string key;
+    for (size_t a = 0; a < c.axes.size(); ++a) {
+      if (a != xc && a != sc) key += r.row[a] + '\x1f';
+    }
+    return key;
+  };
   std::ostringstream data, gp;
   data << "# series x y status\n";
   for (size_t s = 0; s < series.size(); ++s) {
     if (s > 0) data << "\n\n";  // gnuplot data blocks: one per series (index s)
+    std::vector<std::string> lines;
     for (const PointRecord& r : records) {
-      if ((sc < cols.size() ? r.row[sc] : c.plot_y) != series[s]) continue;
-      const std::string x =
-          numeric_x ? r.row[xc]
-                    : std::to_string(std::find(xs.begin(), xs.end(), r.row[xc]) - xs.begin());
-      const std::string y = r.row[yc].empty() ? "?" : r.row[yc];
-      data << '"' << series[s] << "\" " << x << ' ' << y << ' ' << r.row[status_c] << '\n';
+      const std::string key = rest_of(r);
+      if ((sc < cols.size() ? r.row[sc] : c.plot_y) == series[s] &&
+          std::find(lines.begin(), lines.end(), key) == lines.end()) {
+        lines.push_back(key);
+      }
     }
+    for (size_t l = 0; l < lines.size(); ++l) {
+      if (l > 0) data << '\n';
+      for (const PointRecord& r : records) {
+        if ((sc < cols.size() ? r.row[sc] : c.plot_y) != series[s] || rest_of(r) != lines[l]) {
+          continue;
+        }
+        const std::string x =
+            numeric_x ? r.row[xc]
+                      : std::to_string(std::find(xs.begin(), xs.end(), r.row[xc]) - xs.begin());
+        const std::string y = r.row[yc].empty() ? "?" : r.row[yc];
+        data << '"' << series[s] << "\" " << x << ' ' << y << ' ' << r.row[status_c] << '\n';
+      }
+    }
+  }
+  // Okabe-Ito colours (readable on white, and by colour-blind readers), then gnuplot's own.
+  const char* const kColours[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7",
+                                  "#56B4E9", "#E69F00", "#000000"};
+  for (size_t i = 0; i < std::size(kColours); ++i) {
+    gp << "set linetype " << i + 1 << " lc rgb '" << kColours[i] << "' lw 1.5\n";
   }
   gp << "set title '" << c.name << ": " << c.plot_y << " against " << c.plot_x
      << " (a point that did not run is labelled with its status)' noenhanced\n"
@@ -482,7 +611,7 @@ void WritePlot(const ExperimentContext& ctx, const SweepConfig& c,
         sc < cols.size() ? r.row[sc] + ": " + r.row[status_c] : r.row[status_c];
     gp << "set label " << label << " '" << what << "' at first " << x << ", graph "
        << FormatFixed(0.04 + 0.05 * static_cast<double>(label % 4), 2)
-       << " center tc rgb '#D55E00' noenhanced\n";
+       << " center tc rgb '#444444' noenhanced\n";
   }
   gp << "plot ";
   for (size_t s = 0; s < series.size(); ++s) {
@@ -498,46 +627,95 @@ void WritePlot(const ExperimentContext& ctx, const SweepConfig& c,
 
 void CheckSweep(const nlohmann::json& config) { SweepConfig::FromJson(config); }
 
+namespace {
+
+// Runs point k as a record text; an unexpected exception becomes a failed point, not a lost
+// rank.
+std::string RunPointText(const SweepConfig& c, int64_t k, const std::string& fingerprint) {
+  try {
+    return RecordText(RunPoint(c, k), fingerprint);
+  } catch (const std::exception& e) {
+    PointRecord rec;
+    rec.index = k;
+    const std::vector<nlohmann::json> values = c.ValuesOf(k);
+    for (const nlohmann::json& v : values) rec.row.push_back(SweepConfig::Cell(v));
+    rec.row.push_back(kPointFailed);
+    rec.row.push_back(e.what());
+    rec.row.resize(c.Columns().size());
+    rec.detail = {{"index", k}, {"status", kPointFailed}, {"reason", e.what()}};
+    return RecordText(rec, fingerprint);
+  }
+}
+
+}  // namespace
+
+void RunSweepWorker(const ExperimentContext& ctx) {
+  const SweepConfig c = SweepConfig::FromJson(ctx.config);
+  const std::string fingerprint = Fingerprint(ctx.config);
+  dist::Work([&](int64_t k) { return RunPointText(c, k, fingerprint); });
+}
+
 RunSummary RunSweep(const ExperimentContext& ctx) {
   const SweepConfig c = SweepConfig::FromJson(ctx.config);
   const int64_t n = c.NumPoints();
   const std::vector<std::string> columns = c.Columns();
-  PointsLog log(ctx.out_dir + "/" + kLogFile, Fingerprint(ctx.config));
-  std::map<int64_t, PointRecord> done = log.Open(ctx.resume, n, columns.size());
-  report::Progress progress(c.name, n, static_cast<int64_t>(done.size()));
+  const std::string fingerprint = Fingerprint(ctx.config);
+  const auto mine = [&](int64_t k) { return k % ctx.shard_count == ctx.shard_index; };
+  PointsLog log(ctx.out_dir + "/" + kLogFile, fingerprint, n, columns.size());
+  std::map<int64_t, PointRecord> done;
+  log.Open(ctx.resume, done);
+  for (const std::string& dir : ctx.merge_dirs) log.Merge(dir, done);
+  std::vector<int64_t> todo;
+  int64_t total = 0;
   for (int64_t k = 0; k < n; ++k) {
-    if (done.count(k)) continue;
-    const std::string label = c.Label(c.ValuesOf(k));
-    progress.Start(label);
-    PointRecord rec = RunPoint(c, k);
-    const std::string& status = rec.detail["status"].get_ref<const std::string&>();
-    if (status != kPointOk && status != kPointSkipped) {
-      std::cerr << c.name << ": " << label << ": " << status << ": "
-                << rec.detail.value("reason", std::string()) << "\n";
-    }
-    log.Append(rec);
-    progress.Step(label);
-    done.emplace(k, std::move(rec));
+    if (!mine(k)) continue;
+    ++total;
+    if (!done.count(k)) todo.push_back(k);
   }
+  report::Progress progress(c.name, total, total - static_cast<int64_t>(todo.size()));
+  const bool alone = dist::Size() == 1;
+  dist::Coordinate(
+      todo,
+      [&](int64_t k) {
+        if (alone) progress.Start(c.Label(c.ValuesOf(k)));
+        return RunPointText(c, k, fingerprint);
+      },
+      [&](int64_t k, const std::string& text) {
+        PointRecord rec = ParseRecord(text, fingerprint, n, columns.size(), "rank result");
+        const std::string label = c.Label(c.ValuesOf(k));
+        const std::string& status = rec.detail["status"].get_ref<const std::string&>();
+        if (status != kPointOk && status != kPointSkipped) {
+          progress.Note(c.name + ": " + label + ": " + status + ": " +
+                        rec.detail.value("reason", std::string()));
+        }
+        log.Append(text);
+        progress.Step(label);
+        done.emplace(k, std::move(rec));
+      });
   RunSummary summary;
   summary.name = c.name;
   CsvTable table(columns);
   nlohmann::json points = nlohmann::json::array();
   std::vector<PointRecord> records;
   for (auto& [k, rec] : done) {
+    if (!mine(k)) continue;
     CountPoint(summary, rec.detail["status"].get<std::string>());
     table.AddRow(rec.row);
     points.push_back(rec.detail);
     records.push_back(rec);
   }
   WriteFileAtomic(ctx.out_dir + "/results.csv", table.ToString());
-  WriteResultsJson(ctx, {{"experiment", "sweep"},
-                         {"name", c.name},
-                         {"config", ctx.config},
-                         {"fingerprint", Fingerprint(ctx.config)},
-                         {"summary", summary.ToString()},
-                         {"columns", columns},
-                         {"points", points}});
+  nlohmann::json results = {{"experiment", "sweep"},
+                            {"name", c.name},
+                            {"config", ctx.config},
+                            {"fingerprint", fingerprint},
+                            {"summary", summary.ToString()},
+                            {"columns", columns},
+                            {"points", points}};
+  if (ctx.shard_count > 1) {
+    results["shard"] = std::to_string(ctx.shard_index) + "/" + std::to_string(ctx.shard_count);
+  }
+  WriteResultsJson(ctx, std::move(results));
   if (!c.plot_x.empty()) WritePlot(ctx, c, records);
   return summary;
 }

@@ -11,9 +11,7 @@ namespace podsim::experiments {
 namespace {
 
 nlohmann::json TopologyJson(const TrainingPointSpec& spec, const std::string& path) {
-  nlohmann::json t = topo::ExpandTopologyConfig(spec.topology, path + ".topology");
-  t.merge_patch(spec.topology_overrides);
-  return t;
+  return PointTopologyJson(spec.topology, spec.topology_overrides, path);
 }
 
 models::GShardModelConfig Model(const TrainingPointSpec& spec, const std::string& path,
@@ -33,16 +31,28 @@ models::GShardModelConfig Model(const TrainingPointSpec& spec, const std::string
 
 sim::SimOptions Options(const TrainingPointSpec& spec, const nlohmann::json& topology_json,
                         const std::string& path, int64_t cores) {
-  sim::SimOptions options = sim::SimOptions::FromJson(spec.sim, path + ".sim");
-  if (!spec.sim.contains("device") && topology_json.contains("device")) {
+  return PointSimOptions(spec.sim, topology_json, path, cores);
+}
+
+}  // namespace
+
+nlohmann::json PointTopologyJson(const std::string& topology, const nlohmann::json& overrides,
+                                 const std::string& path) {
+  nlohmann::json t = topo::ExpandTopologyConfig(topology, path + ".topology");
+  t.merge_patch(overrides);
+  return t;
+}
+
+sim::SimOptions PointSimOptions(const nlohmann::json& sim, const nlohmann::json& topology_json,
+                                const std::string& path, int64_t cores) {
+  sim::SimOptions options = sim::SimOptions::FromJson(sim, path + ".sim");
+  if (!sim.contains("device") && topology_json.contains("device")) {
     options.device = sim::DeviceSpecFromConfig(topology_json["device"], path + ".topology.device");
   }
   options.num_partitions = cores;
   options.Validate(path + ".sim");
   return options;
 }
-
-}  // namespace
 
 void CheckTrainingPoint(const TrainingPointSpec& spec, const std::string& path) {
   const nlohmann::json topology_json = TopologyJson(spec, path);

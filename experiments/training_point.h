@@ -30,6 +30,14 @@ struct TrainingPointSpec {
   double tokens = 1e12;                // the training run's tokens, for days and core-years
 };
 
+// A point's topology config: the preset or file `topology` with `overrides` merged.
+nlohmann::json PointTopologyJson(const std::string& topology, const nlohmann::json& overrides,
+                                 const std::string& path);
+// The sim options of a point on `cores` partitions: `sim`, with the device the topology names
+// unless `sim` names one. ConfigError naming `path`.sim when they are not valid.
+sim::SimOptions PointSimOptions(const nlohmann::json& sim, const nlohmann::json& topology_json,
+                                const std::string& path, int64_t cores);
+
 // Checks that the point can run without running it: ConfigError naming `path` (its topology,
 // its model on that many cores, its sim options).
 void CheckTrainingPoint(const TrainingPointSpec& spec, const std::string& path);

@@ -113,6 +113,11 @@ void Progress::Step(const std::string& what) {
   Show(what);
 }
 
+void Progress::Note(const std::string& line) const {
+  if (enabled_) std::cerr << "\r\033[K";
+  std::cerr << line << "\n";
+}
+
 void Progress::Show(const std::string& what) const {
   if (!enabled_) return;
   shown_ = true;

@@ -29,6 +29,9 @@ class Progress {
   void Start(const std::string& what);
   // A point done (`what`: its name, shown until the next Start).
   void Step(const std::string& what);
+  // A line for the user (a point that failed, say) on stderr, whether or not it is a terminal;
+  // on a terminal the progress line is redrawn below it.
+  void Note(const std::string& line) const;
 
  private:
   void Show(const std::string& what) const;

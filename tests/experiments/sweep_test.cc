@@ -157,6 +157,43 @@ TEST_CASE("sweep: resume keeps the finished points and refuses another config's 
   CHECK_THROWS_AS(RunExperiment(not_sweep, "<test>", resume), ConfigError);
 }
 
+TEST_CASE("sweep: Figure 8 layer-pair points") {
+  nlohmann::json config = {{"experiment", "sweep"},
+                           {"name", "toy_layers"},
+                           {"base",
+                            {{"layer",
+                              {{"tokens_per_group", 8},
+                               {"d_model", 16},
+                               {"d_ff", 32},
+                               {"num_heads", 2},
+                               {"head_dim", 8},
+                               {"seq_len", 4}}},
+                             {"topology", "tpu-v3-8"}}},
+                           {"axes",
+                            {{{"path", "layer.experts"}, {"values", {4, 8, 16}}},
+                             {{"path", "layer.d_ff"}, {"values", {32, 256}}}}}};
+  const std::string out = Dir("podsim_sweep_layer_test");
+  const RunSummary s = Run(config, out);
+  CHECK(s.ok == 4);
+  CHECK(s.invalid == 2);  // 4 experts over 8 cores
+  const nlohmann::json points = nlohmann::json::parse(Slurp(out + "/results.json"))["points"];
+  REQUIRE(points.size() == 6);
+  CHECK(points[0]["status"] == "invalid");
+  const nlohmann::json& e8 = points[2];
+  REQUIRE(e8["status"] == "ok");
+  CHECK(e8["cores"] == 8);
+  CHECK(e8["resolved_model"]["num_groups"] == 8);  // G = D = the cores
+  CHECK(e8["resolved_model"]["num_experts"] == 8);
+  // A wider FFN is more work for the same tokens; twice the experts per core hold twice the
+  // expert weights (2 x M x H each), so the peak cannot shrink.
+  CHECK(points[3]["step_time_us"].get<double>() > e8["step_time_us"].get<double>());
+  CHECK(points[4]["resolved_model"]["num_experts"] == 16);
+  CHECK(points[4]["peak_memory_bytes"].get<int64_t>() > e8["peak_memory_bytes"].get<int64_t>());
+  // A layer pair has no optimizer, remat or tokens: a training key there is an error.
+  config["base"]["remat"] = "none";
+  CHECK_THROWS_AS(CheckExperimentConfig(config, "<test>"), ConfigError);
+}
+
 TEST_CASE("sweep: config errors name what is wrong") {
   auto error_of = [](const nlohmann::json& config) {
     try {
