@@ -28,6 +28,7 @@ const std::map<std::string, Runner>& Runners() {
       {"parameter_count", {RunParameterCount, CheckParameterCount}},
       {"training_step", {RunTrainingStep, CheckTrainingStep}},
       {"sweep", {RunSweep, CheckSweep}},
+      {"routing_skew", {RunRoutingSkew, CheckRoutingSkew}},
   };
   return runners;
 }

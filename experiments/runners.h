@@ -49,6 +49,7 @@ RunSummary RunMoeLayerBreakdown(const ExperimentContext& ctx);
 RunSummary RunParameterCount(const ExperimentContext& ctx);
 RunSummary RunTrainingStep(const ExperimentContext& ctx);
 RunSummary RunSweep(const ExperimentContext& ctx);
+RunSummary RunRoutingSkew(const ExperimentContext& ctx);
 // An MPI rank other than 0: runs the points rank 0 hands out (experiments/distributed.h).
 void RunSweepWorker(const ExperimentContext& ctx);
 void CheckCollectiveSweep(const nlohmann::json& config);
@@ -57,5 +58,6 @@ void CheckMoeLayerBreakdown(const nlohmann::json& config);
 void CheckParameterCount(const nlohmann::json& config);
 void CheckTrainingStep(const nlohmann::json& config);
 void CheckSweep(const nlohmann::json& config);
+void CheckRoutingSkew(const nlohmann::json& config);
 
 }  // namespace podsim::experiments
