@@ -88,34 +88,45 @@ void Coordinate(const std::vector<int64_t>& todo, const PointFn& run, const Stor
       local_error = std::current_exception();
     }
   });
-  int working = g_size - 1;
-  std::string buffer;
-  while (working > 0) {
-    // Poll, sleeping between polls: a blocking MPI_Probe spins (OpenMPI busy-waits), taking a
-    // core from this rank's own worker thread and from the other ranks.
-    MPI_Status status;
-    int arrived = 0;
-    for (;;) {
-      Check(MPI_Iprobe(MPI_ANY_SOURCE, kTagRequest, MPI_COMM_WORLD, &arrived, &status),
-            "MPI_Iprobe");
-      if (arrived) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  try {
+    int working = g_size - 1;
+    std::string buffer;
+    while (working > 0) {
+      // Poll, sleeping between polls: a blocking MPI_Probe spins (OpenMPI busy-waits), taking a
+      // core from this rank's own worker thread and from the other ranks.
+      MPI_Status status;
+      int arrived = 0;
+      for (;;) {
+        Check(MPI_Iprobe(MPI_ANY_SOURCE, kTagRequest, MPI_COMM_WORLD, &arrived, &status),
+              "MPI_Iprobe");
+        if (arrived) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      int bytes = 0;
+      Check(MPI_Get_count(&status, MPI_CHAR, &bytes), "MPI_Get_count");
+      buffer.resize(static_cast<size_t>(bytes));
+      Check(MPI_Recv(buffer.data(), bytes, MPI_CHAR, status.MPI_SOURCE, kTagRequest, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE),
+            "MPI_Recv");
+      if (buffer.size() >= sizeof(int64_t)) {
+        int64_t index = 0;
+        std::memcpy(&index, buffer.data(), sizeof index);
+        std::lock_guard<std::mutex> lock(mu);
+        store(index, buffer.substr(sizeof index));
+      }
+      const int64_t k = take();
+      Check(MPI_Send(&k, 1, MPI_INT64_T, status.MPI_SOURCE, kTagWork, MPI_COMM_WORLD), "MPI_Send");
+      if (k < 0) --working;
     }
-    int bytes = 0;
-    Check(MPI_Get_count(&status, MPI_CHAR, &bytes), "MPI_Get_count");
-    buffer.resize(static_cast<size_t>(bytes));
-    Check(MPI_Recv(buffer.data(), bytes, MPI_CHAR, status.MPI_SOURCE, kTagRequest, MPI_COMM_WORLD,
-                   MPI_STATUS_IGNORE),
-          "MPI_Recv");
-    if (buffer.size() >= sizeof(int64_t)) {
-      int64_t index = 0;
-      std::memcpy(&index, buffer.data(), sizeof index);
+  } catch (...) {
+    // No more points for this rank's thread, which must be joined before the error leaves (the
+    // caller then aborts the other ranks).
+    {
       std::lock_guard<std::mutex> lock(mu);
-      store(index, buffer.substr(sizeof index));
+      next = todo.size();
     }
-    const int64_t k = take();
-    Check(MPI_Send(&k, 1, MPI_INT64_T, status.MPI_SOURCE, kTagWork, MPI_COMM_WORLD), "MPI_Send");
-    if (k < 0) --working;
+    local.join();
+    throw;
   }
   local.join();
   if (local_error) std::rethrow_exception(local_error);
