@@ -31,32 +31,29 @@ struct FusionTraits {
   bool expensive = false;     // XLA's InstructionFusion::IsExpensive: worth computing once
   bool reduce_root = false;   // roots an input fusion
   bool contraction = false;   // dot / convolution: roots an output fusion
-  bool operand_producer = false;  // may be taken into a dot / convolution operand
 };
 
-// The traits, per op: elementwise ops, broadcast, reshape, iota and constant are loop-fusible;
-// divide and the transcendentals are expensive (everything else elementwise is cheap to repeat);
-// constant, iota and broadcast are duplicable; those and convert and reshape may feed a dot.
+// The traits, per op: elementwise ops, broadcast, reshape, dynamic-slice, iota and constant are
+// loop-fusible; log, tanh and power are expensive (everything else elementwise is cheap to
+// repeat: divide, exp, sqrt and rsqrt are single instructions of the vector unit's
+// transcendental path, as XLA's GPU fusion also deems them for f32 / f16); constant, iota and
+// broadcast are duplicable.
 class FusionTraitsOf : public ir::ConstVisitor<FusionTraits> {
  public:
   FusionTraits DefaultAction(const Instruction&) override { return {}; }
   FusionTraits HandleElementwise(const Instruction&) override { return Loop(); }
-  FusionTraits HandleDivide(const Instruction&) override { return Expensive(); }
-  FusionTraits HandleExp(const Instruction&) override { return Expensive(); }
   FusionTraits HandleLog(const Instruction&) override { return Expensive(); }
-  FusionTraits HandleSqrt(const Instruction&) override { return Expensive(); }
-  FusionTraits HandleRsqrt(const Instruction&) override { return Expensive(); }
   FusionTraits HandleTanh(const Instruction&) override { return Expensive(); }
   FusionTraits HandlePower(const Instruction&) override { return Expensive(); }
-  FusionTraits HandleConvert(const Instruction&) override { return OperandProducer(); }
-  FusionTraits HandleReshape(const Instruction&) override { return OperandProducer(); }
+  FusionTraits HandleConvert(const Instruction&) override { return Loop(); }
+  FusionTraits HandleReshape(const Instruction&) override { return Loop(); }
   FusionTraits HandleConstant(const Instruction&) override { return Duplicable(); }
   FusionTraits HandleIota(const Instruction&) override { return Duplicable(); }
   FusionTraits HandleBroadcast(const Instruction&) override { return Duplicable(); }
   // A dynamic slice is read by its consumer's kernel at the offsets it computes (XLA fuses
   // dynamic-slice into loop and dot operand fusions): a layer's weight slice or a saved
   // activation's row is never written out on its own.
-  FusionTraits HandleDynamicSlice(const Instruction&) override { return OperandProducer(); }
+  FusionTraits HandleDynamicSlice(const Instruction&) override { return Loop(); }
   FusionTraits HandleReduce(const Instruction&) override { return {.reduce_root = true}; }
   FusionTraits HandleArgmax(const Instruction&) override { return {.reduce_root = true}; }
   FusionTraits HandleContraction(const Instruction&) override { return {.contraction = true}; }
@@ -64,10 +61,7 @@ class FusionTraitsOf : public ir::ConstVisitor<FusionTraits> {
  private:
   static FusionTraits Loop() { return {.loop_fusible = true}; }
   static FusionTraits Expensive() { return {.loop_fusible = true, .expensive = true}; }
-  static FusionTraits OperandProducer() { return {.loop_fusible = true, .operand_producer = true}; }
-  static FusionTraits Duplicable() {
-    return {.loop_fusible = true, .duplicable = true, .operand_producer = true};
-  }
+  static FusionTraits Duplicable() { return {.loop_fusible = true, .duplicable = true}; }
 };
 
 FusionTraits TraitsOf(const Instruction* i) {
@@ -78,33 +72,49 @@ FusionTraits TraitsOf(const Instruction* i) {
 bool IsDuplicable(const Instruction* i) { return TraitsOf(i).duplicable; }
 bool IsReduceRoot(const Instruction* i) { return TraitsOf(i).reduce_root; }
 bool IsExpensive(const Instruction* i) { return TraitsOf(i).expensive; }
-bool IsCheapOperandProducer(const Instruction* i) { return TraitsOf(i).operand_producer; }
 // An outer-product dot (no contracting dims) is an elementwise multiply of broadcasts
 // (IsOuterProduct): loop-fusible and not a contraction.
 bool IsLoopFusible(const Instruction* i) { return TraitsOf(i).loop_fusible || IsOuterProduct(*i); }
 bool IsContraction(const Instruction* i) { return TraitsOf(i).contraction && !IsOuterProduct(*i); }
 
-// Bytes a copy of `i` reads from HBM: its operands, a broadcast operand counted at its source's
-// size, constants and iotas free.
-double CopyReadBytes(const Instruction* i) {
-  double bytes = 0;
-  for (const Instruction* o : i->operands) {
-    if (o->opcode == Opcode::kConstant || o->opcode == Opcode::kIota) continue;
-    const Instruction* src = o->opcode == Opcode::kBroadcast ? o->operand(0) : o;
-    bytes += static_cast<double>(src->shape.ByteSize());
-  }
-  return bytes;
-}
-
 // A loop-fusible producer that may be duplicated into each consumer fusion: XLA's
 // InstructionFusion duplicates a producer that is not expensive. Guard (XLA GPU's priority
-// fusion makes the same call by its cost model): a copy must not read more bytes than reading
-// the materialized value would, so a residual add of two tensors, or a convert that narrows,
-// is not duplicated.
-bool IsCheapToDuplicate(const Instruction* i) {
-  return IsLoopFusible(i) && !IsExpensive(i) &&
-         CopyReadBytes(i) <= static_cast<double>(i->shape.ByteSize());
-}
+// fusion makes the same call by its cost model): a copy must not stream more bytes from HBM
+// than reading the materialized value would, so a residual add of two tensors, or a convert
+// that narrows, is not duplicated, while x - broadcast(max), or a one-hot [S,E,C] tensor built
+// from [S,E] positions, is. What a copy streams: its operands' bytes, except that a broadcast,
+// constant or iota streams nothing at the value's rate (a broadcast's source, a row statistic or
+// a per-token weight, is a fraction of the value and stays in on-chip buffers), and an operand
+// that is itself cheap to duplicate is copied along with it, streaming what its own copy does.
+// Computed once per computation in program order (operands before users), so a long chain
+// needs no recursion.
+class DuplicationGuard {
+ public:
+  explicit DuplicationGuard(const ir::Computation& comp) {
+    for (const auto& owned : comp.instructions()) {
+      const Instruction* i = owned.get();
+      double bytes = 0;  // what a copy of i streams
+      for (const Instruction* o : i->operands) {
+        if (o->opcode == Opcode::kConstant || o->opcode == Opcode::kIota ||
+            o->opcode == Opcode::kBroadcast) {
+          continue;
+        }
+        auto it = stream_.find(o);
+        bytes += it != stream_.end() ? it->second : static_cast<double>(o->shape.ByteSize());
+      }
+      if (IsLoopFusible(i) && !IsExpensive(i) &&
+          bytes <= static_cast<double>(i->shape.ByteSize())) {
+        stream_.emplace(i, bytes);
+      }
+    }
+  }
+
+  bool CheapToDuplicate(const Instruction* i) const { return stream_.count(i) != 0; }
+
+ private:
+  // The cheap-to-duplicate instructions and the bytes a copy of each streams.
+  std::unordered_map<const Instruction*, double> stream_;
+};
 
 double CostBytes(const std::unordered_map<const Instruction*, ir::Cost>& costs,
                  const Instruction* i) {
@@ -121,7 +131,7 @@ class Planner {
  public:
   Planner(const ir::Computation& comp,
           const std::unordered_map<const Instruction*, ir::Cost>& costs)
-      : comp_(comp), costs_(costs) {
+      : comp_(comp), costs_(costs), guard_(comp) {
     const auto& instrs = comp.instructions();
     for (size_t n = 0; n < instrs.size(); ++n) {
       position_[instrs[n].get()] = static_cast<int64_t>(n);
@@ -140,7 +150,7 @@ class Planner {
     for (size_t n = instrs.size(); n-- > 0;) {
       const Instruction* i = instrs[n].get();
       if (group_of.count(i)) continue;
-      if (enabled && (IsDuplicable(i) || IsCheapToDuplicate(i)) && i != comp_.root()) {
+      if (enabled && (IsDuplicable(i) || guard_.CheapToDuplicate(i)) && i != comp_.root()) {
         const auto& users = UsersOf(i);
         auto it = taken_by.find(i);
         const size_t taken = it == taken_by.end() ? 0 : it->second.size();
@@ -183,7 +193,7 @@ class Planner {
 
   // Adds producers to `g` breadth-first from its root (instruction fusion). A member is owned
   // (computed here only; group_of) when every user of it is owned by the group; otherwise a
-  // constant, iota, broadcast or cheap op (IsCheapToDuplicate) is a copy, recomputed by each
+  // constant, iota, broadcast or cheap op (DuplicationGuard) is a copy, recomputed by each
   // fusion that wants it, and an expensive one (or a dot) stays out.
   void Grow(FusionGroup& g, GroupIndex& group_of, TakenBy& taken_by, int32_t index) {
     if (!IsLoopFusible(g.root) && !IsReduceRoot(g.root) && !IsContraction(g.root)) return;
@@ -205,9 +215,9 @@ class Planner {
           if (!InComputation(p) || p == comp_.root()) continue;
           if (group_of.count(p)) continue;  // already the root or member of a later group
           bool take = false;
-          if (IsContraction(consumer)) {
-            take = IsCheapOperandProducer(p);
-          } else if (IsLoopFusible(p)) {
+          if (IsLoopFusible(p)) {
+            // Into an elementwise chain, a reduce, or a dot / convolution operand (the vector
+            // unit applies the chain to each operand tile as it streams to the matrix unit).
             take = true;
           } else if (IsContraction(p)) {
             // Output fusion: the dot joins an elementwise consumer chain.
@@ -219,7 +229,7 @@ class Planner {
             all_users_owned = all_users_owned && owned.count(u);
           }
           const bool own = all_users_owned;
-          if (!own && !IsDuplicable(p) && !IsCheapToDuplicate(p)) continue;
+          if (!own && !IsDuplicable(p) && !guard_.CheapToDuplicate(p)) continue;
           if (IsContraction(p)) has_contraction = true;
           members.insert(p);
           g.members.push_back(p);
@@ -445,6 +455,7 @@ class Planner {
   const std::unordered_map<const Instruction*, ir::Cost>& costs_;
   std::unordered_map<const Instruction*, int64_t> position_;
   std::unordered_map<const Instruction*, std::vector<const Instruction*>> users_;
+  DuplicationGuard guard_;
 };
 
 }  // namespace

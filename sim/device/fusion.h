@@ -9,14 +9,21 @@
 //  - Input fusion: the same producers fuse into a consuming reduce / argmax (the reduce is the
 //    fusion's root; a reduce never fuses into its consumer).
 //  - Output fusion: a dot or convolution fuses into its elementwise consumer (bias add,
-//    activation, convert); its operands then take only convert, reshape, broadcast, iota and
-//    constant producers. One dot per fusion.
+//    activation, convert). One dot per fusion.
+//  - Operand fusion: the same producers as a loop fusion's fuse into a dot's or convolution's
+//    operands (XLA TPU's convolution fusion: the vector unit applies an elementwise chain, a
+//    normalisation or a one-hot construction, to each operand tile on its way to the matrix
+//    unit, so the chain's result is never written to HBM).
 //  - Duplication (XLA's InstructionFusion): a producer whose users are all in the fusion is
 //    computed there only. Otherwise constant, iota, broadcast and every cheap producer (loop-
-//    fusible and not expensive: not divide, exp, log, sqrt, rsqrt, tanh, power, as XLA's
-//    IsExpensive) whose copy reads no more bytes than the value itself is duplicated into each
-//    consumer fusion that wants it (and still runs on its own if some user did not fuse it);
-//    an expensive producer, a dot or a reduce with users elsewhere is not fused.
+//    fusible and not expensive: not log, tanh, power; divide, exp, sqrt and rsqrt are single
+//    instructions of the vector unit, as XLA's GPU fusion deems them) whose copy streams no
+//    more bytes than the value itself is duplicated into each consumer fusion that wants it
+//    (and still runs on its own if some user did not fuse it). A copy streams its operands,
+//    except broadcasts, constants and iotas (free) and operands cheap to duplicate themselves
+//    (what their copies stream): a one-hot [S,E,C] tensor built from [S,E] and [S] values is
+//    rebuilt in each consumer. An expensive producer, a dot or a reduce with users elsewhere is
+//    not fused.
 //  - Multi-output fusion (XLA's MultiOutputFusion; the GPU pass's producer-consumer and sibling
 //    cases): after the above, a kernel absorbs an earlier loop / input kernel with the same
 //    iteration shape (a reduce's operand shape, else the root's) that it reads a non-reduce

@@ -120,16 +120,17 @@ TEST_CASE("an iota read twice inside one kernel is computed there and nowhere el
 }
 
 TEST_CASE("a producer read by a reduce and by a loop kernel: one multi-output kernel") {
-  // a = exp(x) feeds the reduce r of a and p = a + 1, all over f32[64,64] (16 KiB).
-  // Single-output fusion leaves three kernels (a, r, p); multi-output fusion merges a into r
+  // a = log(x) (expensive: not duplicated) feeds the reduce r of a and p = a + 1, all over
+  // f32[64,64] (16 KiB). Single-output fusion leaves three kernels (a, r, p); multi-output
+  // fusion merges a into r
   // (producer-consumer: r reads a), then that kernel into p (p reads a, not a reduce value; the
-  // iteration shape [64,64] is r's operand's and p's). One input kernel: exp, reduce, constant,
+  // iteration shape [64,64] is r's operand's and p's). One input kernel: log, reduce, constant,
   // broadcast, add; reads x (16384 B) once, writes r (64 * 4 = 256 B) and p (16384 B); a never
   // reaches HBM (both its readers are inside).
   ir::Module m("shared");
   Builder b(m.AddComputation("main", true));
   auto* x = b.Parameter(0, Shape(DType::kF32, {64, 64}), "x");
-  auto* a = b.Exp(x);
+  auto* a = b.Log(x);
   auto* r = b.Reduce(a, {1}, ir::ReduceKind::kAdd);
   auto* p = b.Add(a, b.BroadcastScalar(b.ConstantScalar(DType::kF32, 1), {64, 64}));
   b.computation()->set_root(b.Tuple({p, r}));
@@ -167,16 +168,18 @@ Softmax BuildSoftmax(ir::Module& m) {
   return s;
 }
 
-TEST_CASE("softmax: one pass for the max, one for exp and sum, one for the normalize") {
-  // Kernels, in order:
+TEST_CASE("softmax: one pass for the max, one for the sum, one for the normalize") {
+  // exp and divide are cheap (single vector-unit instructions), and x - broadcast(mx) streams
+  // only x (the broadcast's source is a row statistic), so the subtract and the exp are
+  // recomputed by both kernels that read them instead of being written. Kernels, in order:
   //  1. reduce-max: reads x, writes mx: 65536 + 256 = 65792 B. Its result cannot feed a member
   //     of the kernel that computes it, so it stays alone.
-  //  2. exp and sum, multi-output (the exp kernel x - broadcast(mx) -> exp merged into the
-  //     reduce that reads it): reads x and mx (65536 + 256), writes e (the divide reads it:
-  //     exp is expensive, so it is not recomputed there) and sm (65536 + 256): 131584 B.
-  //  3. divide with a copy of broadcast(sm): reads e and sm, writes y: 65536 + 256 + 65536
-  //     = 131328 B.
-  // Total 328704 B: x is read twice, e written once and read once, y written once.
+  //  2. the sum, with copies of the subtract, the exp and broadcast(mx): reads x and mx, writes
+  //     sm: 65536 + 256 + 256 = 66048 B.
+  //  3. the divide, with its own copies of them and of broadcast(sm): reads x, mx and sm, writes
+  //     y: 65536 + 256 + 256 + 65536 = 131584 B. It does not absorb kernel 2 (it reads sm, a
+  //     reduce's result).
+  // Total 263424 B: x is read three times, y written once, e never reaches HBM.
   ir::Module m("softmax");
   const Softmax s = BuildSoftmax(m);
   const FusionPlan plan = Plan(m, true);
@@ -184,20 +187,82 @@ TEST_CASE("softmax: one pass for the max, one for exp and sum, one for the norma
   const FusionGroup& max = GroupOf(plan, s.mx);
   CHECK(max.members.size() == 1);
   CHECK(max.hbm_bytes == 65792);
-  const FusionGroup& exp_sum = GroupOf(plan, s.sm);
-  CHECK(plan.group_of.at(s.e) == plan.group_of.at(s.sm));
-  CHECK(plan.group_of.at(s.sub) == plan.group_of.at(s.sm));
-  CHECK(plan.group_of.at(s.mx) != plan.group_of.at(s.sm));
-  CHECK(exp_sum.kind == FusionKind::kInput);
-  CHECK(exp_sum.outputs == std::vector<const ir::Instruction*>{s.e, s.sm});
-  CHECK(exp_sum.hbm_bytes == 131584);
+  const FusionGroup& sum = GroupOf(plan, s.sm);
+  CHECK(plan.group_of.count(s.e) == 0);  // computed only as copies
+  CHECK(plan.group_of.count(s.sub) == 0);
+  CHECK(std::count(sum.members.begin(), sum.members.end(), s.e) == 1);
+  CHECK(sum.kind == FusionKind::kInput);
+  CHECK(sum.outputs == std::vector<const ir::Instruction*>{s.sm});
+  CHECK(sum.hbm_bytes == 66048);
   const FusionGroup& norm = GroupOf(plan, s.y);
   CHECK(norm.kind == FusionKind::kLoop);
-  CHECK(std::count(norm.members.begin(), norm.members.end(), s.e) == 0);
-  CHECK(norm.hbm_bytes == 131328);
+  CHECK(std::count(norm.members.begin(), norm.members.end(), s.e) == 1);
+  CHECK(norm.hbm_bytes == 131584);
   double total = 0;
   for (const FusionGroup& g : plan.groups) total += g.hbm_bytes;
-  CHECK(total == 328704);
+  CHECK(total == 263424);
+}
+
+TEST_CASE("an elementwise chain fuses into a dot's operand: the normalised rows never reach HBM") {
+  // y = dot(x / broadcast(s), w): x f32[64,256] (65536 B), s f32[64] (256 B), w f32[256,32]
+  // (32768 B), y f32[64,32] (8192 B). One output kernel computes the divide on x's tiles as they
+  // stream to the matrix unit: reads x, s, w, writes y: 65536 + 256 + 32768 + 8192 = 106752 B
+  // (unfused, the divide alone would write and the dot read back another 2 x 65536 B).
+  ir::Module m("operand");
+  Builder b(m.AddComputation("main", true));
+  auto* x = b.Parameter(0, Shape(DType::kF32, {64, 256}), "x");
+  auto* sc = b.Parameter(1, Shape(DType::kF32, {64}), "s");
+  auto* w = b.Parameter(2, Shape(DType::kF32, {256, 32}), "w");
+  auto* q = b.Div(x, b.Broadcast(sc, {64, 256}, {0}));
+  ir::DotDims dims;
+  dims.lhs_contracting = {1};
+  dims.rhs_contracting = {0};
+  auto* y = b.Dot(q, w, dims);
+  b.computation()->set_root(y);
+  const FusionPlan plan = Plan(m, true);
+  const FusionGroup& g = GroupOf(plan, y);
+  CHECK(g.kind == FusionKind::kOutput);
+  CHECK(plan.group_of.at(q) == plan.group_of.at(y));
+  CHECK(g.outputs == std::vector<const ir::Instruction*>{y});
+  CHECK(g.hbm_bytes == 106752);
+}
+
+TEST_CASE("a one-hot tensor built from small operands is rebuilt in each dot that reads it") {
+  // The gating's combine tensor, at toy size: S = 8 tokens, E = 4 experts, C = 16 slots.
+  //   comb[s,e,c] = w1[s,e] * (pos1[s,e] == c) + w2[s,e] * (pos2[s,e] == c)    f32[8,4,16]
+  // read by two dots contracting S with a and b (f32[8,32], 1024 B each) into [4,16,32] (8192 B).
+  // The add's operands are full-size, but each is a copy streaming only broadcasts and an iota,
+  // so a copy of comb streams nothing at its own rate and both dots rebuild it from pos1, pos2,
+  // w1, w2 (128 B each): each dot's kernel reads 4 * 128 + 1024 and writes 8192 = 9728 B, and
+  // comb (2048 B) never reaches HBM.
+  ir::Module m("one_hot");
+  Builder b(m.AddComputation("main", true));
+  const std::vector<int64_t> sec = {8, 4, 16};
+  auto part = [&](int n) {
+    auto* pos = b.Parameter(2 * n, Shape(DType::kS32, {8, 4}), "pos");
+    auto* w = b.Parameter(2 * n + 1, Shape(DType::kF32, {8, 4}), "w");
+    auto* hot = b.Convert(b.Compare(b.Broadcast(pos, sec, {0, 1}),
+                                    b.Iota(Shape(DType::kS32, sec), 2), ir::Comparison::kEq),
+                          DType::kF32);
+    return b.Mul(b.Broadcast(w, sec, {0, 1}), hot);
+  };
+  auto* comb = b.Add(part(0), part(1));
+  auto* x = b.Parameter(4, Shape(DType::kF32, {8, 32}), "a");
+  auto* y = b.Parameter(5, Shape(DType::kF32, {8, 32}), "b");
+  ir::DotDims dims;
+  dims.lhs_contracting = {0};
+  dims.rhs_contracting = {0};
+  auto* d1 = b.Dot(comb, x, dims);
+  auto* d2 = b.Dot(comb, y, dims);
+  b.computation()->set_root(b.Tuple({d1, d2}));
+  const FusionPlan plan = Plan(m, true);
+  CHECK(plan.group_of.count(comb) == 0);
+  for (const ir::Instruction* d : {d1, d2}) {
+    const FusionGroup& g = GroupOf(plan, d);
+    CHECK(g.kind == FusionKind::kOutput);
+    CHECK(std::count(g.members.begin(), g.members.end(), comb) == 1);
+    CHECK(g.hbm_bytes == 9728);
+  }
 }
 
 TEST_CASE("softmax with fusion off: every instruction is its own kernel") {
@@ -249,7 +314,7 @@ TEST_CASE("a cheap producer with users in two kernels is duplicated into both") 
 }
 
 TEST_CASE("an expensive producer is not duplicated: computed once, written once") {
-  // As above with n = exp(x): exp is expensive, so t's kernel does not recompute it. u's kernel
+  // As above with n = log(x): log is expensive, so t's kernel does not recompute it. u's kernel
   // takes n as a multi-output producer (u reads it, t's kernel runs after u's), computing exp
   // once and writing it for t.
   //  u's kernel: reads x, y; writes n and u: 4 * 1024 = 4096 B.
@@ -259,7 +324,7 @@ TEST_CASE("an expensive producer is not duplicated: computed once, written once"
   auto* x = b.Parameter(0, Shape(DType::kF32, {256}), "x");
   auto* y = b.Parameter(1, Shape(DType::kF32, {256}), "y");
   auto* w = b.Parameter(2, Shape(DType::kF32, {4, 256}), "w");
-  auto* n = b.Exp(x);
+  auto* n = b.Log(x);
   auto* u = b.Add(n, y);
   auto* t = b.Mul(b.Broadcast(n, {4, 256}, {1}), w);
   b.computation()->set_root(b.Tuple({u, t}));
@@ -274,7 +339,7 @@ TEST_CASE("an expensive producer is not duplicated: computed once, written once"
 }
 
 TEST_CASE("a value whose cheap user is copied into a later kernel is written for it") {
-  // e = exp(p0) (expensive, f32[1024], 4 KiB); n = neg(e) is cheap and copied into both of
+  // e = log(p0) (expensive, f32[1024], 4 KiB); n = neg(e) is cheap and copied into both of
   // its users' kernels: b = n + p1 [1024] and r = reshape(n) [32,32] (a different loop shape,
   // so the two do not merge). b's kernel takes e as a multi-output producer (it reads e through
   // its copy of n, r's kernel runs after it); r's copy of n reads e from HBM, so b's kernel
@@ -284,7 +349,7 @@ TEST_CASE("a value whose cheap user is copied into a later kernel is written for
   ir::Module m("copied_user");
   Builder b(m.AddComputation("main", true));
   const Shape s(DType::kF32, {1024});
-  auto* e = b.Exp(b.Parameter(0, s, "p0"));
+  auto* e = b.Log(b.Parameter(0, s, "p0"));
   auto* n = b.Neg(e);
   auto* sum = b.Add(n, b.Parameter(1, s, "p1"));
   auto* r = b.Reshape(n, {32, 32});
