@@ -83,12 +83,9 @@ PaperPoints ReadPaperPoints(JsonReader& r) {
 
 // series_files: (file, whether it has paper points); partitions: every slice's size. The x axis
 // spans the slices (a quarter-octave of margin each side, a tic at each); each series has its own
-// colour, dark enough to read on white (Okabe-Ito's, without the yellow), shared by its paper
-// points.
+// colour (report::kPalette), shared by its paper points.
 std::string PlotScript(const std::vector<std::pair<std::string, bool>>& series_files,
                        const std::vector<int64_t>& partitions, const std::string& title) {
-  static constexpr const char* kColours[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7",
-                                             "#E69F00", "#56B4E9", "#000000"};
   const auto [lo, hi] = std::minmax_element(partitions.begin(), partitions.end());
   std::ostringstream gp;
   gp << "set datafile separator ','\n"
@@ -108,7 +105,7 @@ std::string PlotScript(const std::vector<std::pair<std::string, bool>>& series_f
   gp << ")\nplot ";
   for (size_t k = 0; k < series_files.size(); ++k) {
     const auto& [f, has_paper] = series_files[k];
-    const std::string colour = kColours[k % std::size(kColours)];
+    const std::string colour = report::kPalette[k % report::kPalette.size()];
     if (k) gp << ", \\\n     ";
     std::string name = f.substr(7, f.size() - 11);  // series_<name>.csv
     std::replace(name.begin(), name.end(), '_', ' ');

@@ -327,11 +327,8 @@ RunSummary RunRoutingSkew(const ExperimentContext& ctx) {
            << '\n';
     }
   }
-  gp << "set linetype 1 lc rgb '#0072B2' lw 1.5\nset linetype 2 lc rgb '#D55E00' lw 1.5\n"
-     << "set linetype 3 lc rgb '#009E73' lw 1.5\nset linetype 4 lc rgb '#CC79A7' lw 1.5\n"
-     << "set linetype 5 lc rgb '#56B4E9' lw 1.5\nset linetype 6 lc rgb '#E69F00' lw 1.5\n"
-     << "set multiplot layout 1,2 title '" << c.name << ": " << c.experts << " experts, "
-     << c.tokens << " tokens per group, top-2 routing' noenhanced\n"
+  gp << report::PaletteLinetypes() << "set multiplot layout 1,2 title '" << c.name << ": "
+     << c.experts << " experts, " << c.tokens << " tokens per group, top-2 routing' noenhanced\n"
      << "set xlabel 'capacity factor (C = factor x 2S/E)'\nset grid\nset key top right noenhanced\n"
      << "set ylabel 'assignments dropped'\nset yrange [0:*]\nplot ";
   for (size_t d = 0; d < dists.size(); ++d) {

@@ -584,12 +584,7 @@ void WritePlot(const ExperimentContext& ctx, const SweepConfig& c,
       }
     }
   }
-  // Okabe-Ito colours (readable on white, and by colour-blind readers), then gnuplot's own.
-  const char* const kColours[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7",
-                                  "#56B4E9", "#E69F00", "#000000"};
-  for (size_t i = 0; i < std::size(kColours); ++i) {
-    gp << "set linetype " << i + 1 << " lc rgb '" << kColours[i] << "' lw 1.5\n";
-  }
+  gp << report::PaletteLinetypes();  // then gnuplot's own colours past the seventh series
   gp << "set title '" << c.name << ": " << c.plot_y << " against " << c.plot_x
      << " (a point that did not run is labelled with its status)' noenhanced\n"
      << "set xlabel '" << c.plot_x << "' noenhanced\nset ylabel '" << c.plot_y

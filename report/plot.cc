@@ -19,6 +19,17 @@
 
 namespace podsim::report {
 
+std::string PaletteLinetypes(double width) {
+  std::string out;
+  char line[96];
+  for (size_t i = 0; i < kPalette.size(); ++i) {
+    std::snprintf(line, sizeof line, "set linetype %zu lc rgb '%s' lw %g\n", i + 1, kPalette[i],
+                  width);
+    out += line;
+  }
+  return out;
+}
+
 bool RenderPlot(const std::string& dir, const std::string& name, const std::string& script,
                 int width_px, int height_px) {
   WriteFileAtomic(dir + "/" + name + ".gp", script);

@@ -2,12 +2,15 @@
 // name with quotes and shell syntax is only a name (the plot step once built a shell command
 // from it); the image appears under its final name only when complete.
 
+#include "report/plot.h"
+
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <string>
 
 #include "base/io.h"
-#include "report/plot.h"
 
 namespace podsim::report {
 namespace {
@@ -39,3 +42,11 @@ TEST_CASE("a hostile output directory name reaches no shell") {
 
 }  // namespace
 }  // namespace podsim::report
+
+TEST_CASE("the palette's linetypes set each series colour in order, at the width asked") {
+  const std::string lines = podsim::report::PaletteLinetypes(2);
+  // Seven lines, one per colour: "set linetype N lc rgb '#RRGGBB' lw 2".
+  CHECK(std::count(lines.begin(), lines.end(), '\n') == 7);
+  CHECK(lines.rfind("set linetype 1 lc rgb '#0072B2' lw 2\n", 0) == 0);
+  CHECK(lines.find("set linetype 7 lc rgb '#000000' lw 2\n") != std::string::npos);
+}
