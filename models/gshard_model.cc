@@ -149,59 +149,6 @@ class ModelBuilder {
   int64_t next_parameter_ = 0;
 };
 
-// LayerNorm over the last dim in f32: (x - mean) * rsqrt(var + 1e-6) * scale + bias, back in x's
-// element type. scale and bias are [M].
-Instruction* LayerNorm(Builder& b, Instruction* x, Instruction* scale, Instruction* bias) {
-  const std::vector<int64_t> dims = x->shape.dims;
-  const int64_t last = x->shape.rank() - 1;
-  std::vector<int64_t> lead(last);
-  for (int64_t d = 0; d < last; ++d) lead[d] = d;
-  const double width = static_cast<double>(dims.back());
-  Instruction* xf = x->shape.dtype == DType::kF32 ? x : b.Convert(x, DType::kF32);
-  // Per-token statistics stay [lead dims] and are broadcast where they are applied, as a
-  // LayerNorm kernel computes them: one rsqrt per token, not per element.
-  auto mean = [&](Instruction* t) {
-    Instruction* sum = b.Reduce(t, {last}, ReduceKind::kAdd);
-    return b.Div(sum, b.BroadcastScalar(b.ConstantScalar(DType::kF32, width), sum->shape.dims));
-  };
-  Instruction* centered = b.Sub(xf, b.Broadcast(mean(xf), dims, lead));
-  Instruction* var = mean(b.Mul(centered, centered));
-  Instruction* eps = b.BroadcastScalar(b.ConstantScalar(DType::kF32, 1e-6), var->shape.dims);
-  Instruction* normed = b.Mul(centered, b.Broadcast(b.Rsqrt(b.Add(var, eps)), dims, lead));
-  auto row = [&](Instruction* v) {
-    if (v->shape.dtype != DType::kF32) v = b.Convert(v, DType::kF32);
-    return b.Broadcast(v, dims, {last});
-  };
-  Instruction* y = b.Add(b.Mul(normed, row(scale)), row(bias));
-  return x->shape.dtype == DType::kF32 ? y : b.Convert(y, x->shape.dtype);
-}
-
-// Inverted dropout at `rate`: x * (u >= rate) / (1 - rate), u uniform in [0,1). `site` picks
-// the random stream (seed); `index` (s32 scalar or null) and `count` place this draw in a
-// [count, ...] global tensor, so every layer iteration draws its own mask.
-Instruction* Dropout(Builder& b, Instruction* x, double rate, uint64_t site, Instruction* index,
-                     int64_t count) {
-  if (rate == 0) return x;
-  std::vector<int64_t> dims = x->shape.dims;
-  std::vector<int64_t> one = dims, global = dims;
-  one.insert(one.begin(), 1);
-  global.insert(global.begin(), count);
-  std::vector<Instruction*> offsets;
-  if (index != nullptr) {
-    offsets.push_back(index);
-    Instruction* zero = b.ConstantScalar(DType::kS32, 0);
-    for (size_t d = 0; d < dims.size(); ++d) offsets.push_back(zero);
-  }
-  Instruction* u = b.RandomUniform(Shape(DType::kF32, one), site, 0.0, 1.0, offsets,
-                                   index != nullptr ? global : std::vector<int64_t>{});
-  u = b.Reshape(u, dims);
-  Instruction* keep = b.Compare(u, b.BroadcastScalar(b.ConstantScalar(DType::kF32, rate), dims),
-                                ir::Comparison::kGe);
-  const DType t = x->shape.dtype;
-  Instruction* scaled = b.Mul(x, b.BroadcastScalar(b.ConstantScalar(t, 1.0 / (1.0 - rate)), dims));
-  return b.Select(keep, scaled, b.BroadcastScalar(b.ConstantScalar(t, 0), dims));
-}
-
 std::vector<Stack> ModelBuilder::Stacks(Side side) const {
   const int64_t m = l_.d_model, h = l_.d_ff, e = l_.num_experts;
   const int64_t n = l_.num_heads, k = l_.head_dim;

@@ -23,6 +23,9 @@ MoeLayerConfig MoeLayerConfig::FromJson(const nlohmann::json& json, const std::s
   m.seq_len = r.Int("seq_len", m.seq_len, Limit::AtLeast(1));
   m.capacity = r.Int("capacity", m.capacity, Limit::NonNegative());
   m.moe_layer_attention = r.Bool("moe_layer_attention", m.moe_layer_attention);
+  m.layer_norm = r.Bool("layer_norm", m.layer_norm);
+  m.dropout = r.Double("dropout", m.dropout, Limit::NonNegative());
+  if (m.dropout >= 1) r.Fail("dropout", "must be below 1, got " + std::to_string(m.dropout));
   if (r.Has("dtype")) m.dtype = ir::ParseDType(r.Choice("dtype", {"f32", "bf16"}));
   if (r.Has("weight_dtype")) {
     m.weight_dtype = ir::ParseDType(r.Choice("weight_dtype", {"f32", "bf16"}));
@@ -42,6 +45,8 @@ nlohmann::json MoeLayerConfig::ToJson() const {
           {"head_dim", head_dim},
           {"seq_len", seq_len},
           {"moe_layer_attention", moe_layer_attention},
+          {"layer_norm", layer_norm},
+          {"dropout", dropout},
           {"dtype", std::string(ir::DTypeName(dtype))},
           {"weight_dtype", std::string(ir::DTypeName(weight_dtype))},
           {"num_devices", num_devices}};
@@ -84,6 +89,9 @@ GShardModelConfig GShardModelConfig::FromJson(const nlohmann::json& json, const 
   const int64_t batch = m.Int("batch_tokens", 0, Limit::AtLeast(1));
   const double factor = m.Double("capacity_factor", 0, Limit::Positive());
   m.Finish();
+  if (layer.contains("layer_norm")) {
+    m.Fail("layer_norm", "the whole model always has LayerNorm; the key is the layer pair's");
+  }
   c.layer = MoeLayerConfig::FromJson(layer, path, c.layer);
   if (groups > 0 && batch > 0) m.Fail("batch_tokens", "give groups or batch_tokens, not both");
   if (groups > 0) c.layer.num_groups = groups;
@@ -106,6 +114,7 @@ GShardModelConfig GShardModelConfig::FromJson(const nlohmann::json& json, const 
 nlohmann::json GShardModelConfig::ToJson() const {
   nlohmann::json j = layer.ToJson();
   j.erase("moe_layer_attention");
+  j.erase("layer_norm");  // always on; "dropout" is the model's own below
   j["num_layers"] = num_layers;
   j["moe_every"] = moe_every;
   j["source_vocab"] = source_vocab;

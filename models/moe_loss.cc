@@ -70,12 +70,7 @@ std::unique_ptr<ir::Module> BuildMoeLayerPairLoss(const MoeLayerConfig& c,
   Instruction* z = AddDenseFfn(b, y, &next_parameter, c);
   Instruction* u = c.moe_layer_attention ? AddSelfAttention(b, z, &next_parameter, c) : z;
   Instruction* aux = nullptr;
-  Instruction* moe = AddMoeFfn(b, u, &next_parameter, c, &aux);
-  Instruction* out;
-  {
-    Builder::ScopeGuard scope(b, std::string(kScopeGateEinsums));
-    out = Named(b.Add(u, moe), "moe_layer_out");
-  }
+  Instruction* out = AddMoeSublayer(b, u, &next_parameter, c, &aux);
   Builder::ScopeGuard scope(b, "softmax");
   Instruction* logits = b.Einsum("GSM,VM->GSV", out, embedding);
   if (logits->shape.dtype != DType::kF32) logits = b.Convert(logits, DType::kF32);

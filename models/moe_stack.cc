@@ -26,7 +26,7 @@ std::unique_ptr<ir::Module> BuildMoeStack(const MoeLayerConfig& c,
     ir::Instruction* z = models::AddDenseFfn(b, y, &next_parameter, c);
     ir::Instruction* u =
         c.moe_layer_attention ? models::AddSelfAttention(b, z, &next_parameter, c) : z;
-    x = b.Add(u, models::AddMoeFfn(b, u, &next_parameter, c));
+    x = models::AddMoeSublayer(b, u, &next_parameter, c);
   }
   ir::Verify(*module);
   return module;

@@ -16,6 +16,7 @@ namespace podsim::models {
 using ir::Builder;
 using ir::DType;
 using ir::Instruction;
+using ir::ReduceKind;
 using ir::Shape;
 
 namespace {
@@ -137,10 +138,61 @@ void ValidateMoeConfig(const MoeLayerConfig& c) {
   RequireAtLeast("num_heads", c.num_heads, 1);
   RequireAtLeast("head_dim", c.head_dim, 1);
   RequireAtLeast("seq_len", c.seq_len, 1);
+  if (!(c.dropout >= 0 && c.dropout < 1)) {
+    throw Error("moe.dropout: must be in [0, 1), got " + std::to_string(c.dropout));
+  }
   if (c.tokens_per_group % c.seq_len != 0) {
     throw Error("moe.seq_len: must divide tokens_per_group (" + std::to_string(c.tokens_per_group) +
                 "), got " + std::to_string(c.seq_len));
   }
+}
+
+Instruction* LayerNorm(Builder& b, Instruction* x, Instruction* scale, Instruction* bias) {
+  const std::vector<int64_t> dims = x->shape.dims;
+  const int64_t last = x->shape.rank() - 1;
+  std::vector<int64_t> lead(last);
+  for (int64_t d = 0; d < last; ++d) lead[d] = d;
+  const double width = static_cast<double>(dims.back());
+  Instruction* xf = x->shape.dtype == DType::kF32 ? x : b.Convert(x, DType::kF32);
+  // Per-token statistics stay [lead dims] and are broadcast where they are applied, as a
+  // LayerNorm kernel computes them: one rsqrt per token, not per element.
+  auto mean = [&](Instruction* t) {
+    Instruction* sum = b.Reduce(t, {last}, ReduceKind::kAdd);
+    return b.Div(sum, b.BroadcastScalar(b.ConstantScalar(DType::kF32, width), sum->shape.dims));
+  };
+  Instruction* centered = b.Sub(xf, b.Broadcast(mean(xf), dims, lead));
+  Instruction* var = mean(b.Mul(centered, centered));
+  Instruction* eps = b.BroadcastScalar(b.ConstantScalar(DType::kF32, 1e-6), var->shape.dims);
+  Instruction* normed = b.Mul(centered, b.Broadcast(b.Rsqrt(b.Add(var, eps)), dims, lead));
+  auto row = [&](Instruction* v) {
+    if (v->shape.dtype != DType::kF32) v = b.Convert(v, DType::kF32);
+    return b.Broadcast(v, dims, {last});
+  };
+  Instruction* y = b.Add(b.Mul(normed, row(scale)), row(bias));
+  return x->shape.dtype == DType::kF32 ? y : b.Convert(y, x->shape.dtype);
+}
+
+Instruction* Dropout(Builder& b, Instruction* x, double rate, uint64_t site, Instruction* index,
+                     int64_t count) {
+  if (rate == 0) return x;
+  std::vector<int64_t> dims = x->shape.dims;
+  std::vector<int64_t> one = dims, global = dims;
+  one.insert(one.begin(), 1);
+  global.insert(global.begin(), count);
+  std::vector<Instruction*> offsets;
+  if (index != nullptr) {
+    offsets.push_back(index);
+    Instruction* zero = b.ConstantScalar(DType::kS32, 0);
+    for (size_t d = 0; d < dims.size(); ++d) offsets.push_back(zero);
+  }
+  Instruction* u = b.RandomUniform(Shape(DType::kF32, one), site, 0.0, 1.0, offsets,
+                                   index != nullptr ? global : std::vector<int64_t>{});
+  u = b.Reshape(u, dims);
+  Instruction* keep = b.Compare(u, b.BroadcastScalar(b.ConstantScalar(DType::kF32, rate), dims),
+                                ir::Comparison::kGe);
+  const DType t = x->shape.dtype;
+  Instruction* scaled = b.Mul(x, b.BroadcastScalar(b.ConstantScalar(t, 1.0 / (1.0 - rate)), dims));
+  return b.Select(keep, scaled, b.BroadcastScalar(b.ConstantScalar(t, 0), dims));
 }
 
 Instruction* AddAttentionCore(Builder& b, Instruction* queries, Instruction* memory,
@@ -180,11 +232,36 @@ Instruction* AddAttentionCore(Builder& b, Instruction* queries, Instruction* mem
   return b.Reshape(b.Einsum("GBNLK,NKM->GBLM", context, w.wo), {g, s, m});
 }
 
+namespace {
+
+// LN(x) with its own [M] scale and bias parameters (stored in weight_dtype, replicated) when the
+// config asks for LayerNorm, else x. Scope: the caller's.
+Instruction* AddInputNorm(Builder& b, Instruction* x, int64_t* next_parameter,
+                          const MoeLayerConfig& c) {
+  if (!c.layer_norm) return x;
+  Instruction* scale = AddParameter(b, next_parameter, {c.d_model}, c.weight_dtype, "ln_scale");
+  Instruction* bias = AddParameter(b, next_parameter, {c.d_model}, c.weight_dtype, "ln_bias");
+  Replicated(scale, c);
+  Replicated(bias, c);
+  return LayerNorm(b, x, scale, bias);
+}
+
+// x + Dropout(out) at the config's rate. The random stream's site is the next parameter number,
+// distinct for every sublayer of a module (each adds parameters before its residual).
+Instruction* AddResidual(Builder& b, Instruction* x, Instruction* out, int64_t next_parameter,
+                         const MoeLayerConfig& c) {
+  return b.Add(x, Dropout(b, out, c.dropout, c.seed + 1 + static_cast<uint64_t>(next_parameter),
+                          nullptr, 1));
+}
+
+}  // namespace
+
 Instruction* AddSelfAttention(Builder& b, Instruction* x, int64_t* next_parameter,
                               const MoeLayerConfig& c) {
   const int64_t m = c.d_model, n = c.num_heads, k = c.head_dim;
   AttentionWeights w;
   Builder::ScopeGuard scope(b, std::string(kScopeProjections));
+  Instruction* in = AddInputNorm(b, x, next_parameter, c);
   auto weight = [&](std::vector<int64_t> dims, const char* name) {
     return AddWeight(b, next_parameter, std::move(dims), c, name, Replicated);
   };
@@ -192,7 +269,8 @@ Instruction* AddSelfAttention(Builder& b, Instruction* x, int64_t* next_paramete
   w.wk = weight({m, n, k}, "attention_wk");
   w.wv = weight({m, n, k}, "attention_wv");
   w.wo = weight({n, k, m}, "attention_wo");
-  return Named(b.Add(x, AddAttentionCore(b, x, x, w, c, /*causal=*/false)), "attention_residual");
+  Instruction* out = AddAttentionCore(b, in, in, w, c, /*causal=*/false);
+  return Named(AddResidual(b, x, out, *next_parameter, c), "attention_residual");
 }
 
 Instruction* AddFfnCore(Builder& b, Instruction* x, Instruction* wi, Instruction* wo) {
@@ -204,9 +282,23 @@ Instruction* AddFfnCore(Builder& b, Instruction* x, Instruction* wi, Instruction
 Instruction* AddDenseFfn(Builder& b, Instruction* x, int64_t* next_parameter,
                          const MoeLayerConfig& c) {
   Builder::ScopeGuard scope(b, std::string(kScopeTransformerFfn));
+  Instruction* in = AddInputNorm(b, x, next_parameter, c);
   Instruction* wi = AddWeight(b, next_parameter, {c.d_model, c.d_ff}, c, "ffn_wi", Replicated);
   Instruction* wo = AddWeight(b, next_parameter, {c.d_ff, c.d_model}, c, "ffn_wo", Replicated);
-  return Named(b.Add(x, AddFfnCore(b, x, wi, wo)), "ffn_residual");
+  Instruction* out = AddFfnCore(b, in, wi, wo);
+  return Named(AddResidual(b, x, out, *next_parameter, c), "ffn_residual");
+}
+
+Instruction* AddMoeSublayer(Builder& b, Instruction* u, int64_t* next_parameter,
+                            const MoeLayerConfig& c, Instruction** aux_loss) {
+  Instruction* in;
+  {
+    Builder::ScopeGuard scope(b, std::string(kScopeGateEinsums));
+    in = AddInputNorm(b, u, next_parameter, c);
+  }
+  Instruction* moe = AddMoeFfn(b, in, next_parameter, c, aux_loss);
+  Builder::ScopeGuard scope(b, std::string(kScopeGateEinsums));
+  return Named(b.Add(u, moe), "moe_layer_out");
 }
 
 Instruction* AddMoeFfn(Builder& b, Instruction* inputs, int64_t* next_parameter,
@@ -294,11 +386,7 @@ std::unique_ptr<ir::Module> BuildMoeLayerPair(const MoeLayerConfig& c) {
   Instruction* z = AddDenseFfn(b, y, &next_parameter, c);
   // The MoE layer.
   Instruction* u = c.moe_layer_attention ? AddSelfAttention(b, z, &next_parameter, c) : z;
-  Instruction* moe = AddMoeFfn(b, u, &next_parameter, c);
-  {
-    Builder::ScopeGuard scope(b, std::string(kScopeGateEinsums));
-    Named(b.Add(u, moe), "moe_layer_out");
-  }
+  AddMoeSublayer(b, u, &next_parameter, c);
   ir::Verify(*module);
   return module;
 }

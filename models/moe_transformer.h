@@ -12,7 +12,9 @@
 // Self-attention: q/k/v = einsum("GSM,MNK->GSNK"), the S tokens of a group cut into S/L
 // sequences of L = seq_len tokens, logits = einsum("GBLNK,GBTNK->GBNLT") / sqrt(K), softmax over
 // T (exp / reduce / divide), context = einsum("GBNLT,GBTNK->GBNLK"), output projection
-// einsum("GBNLK,NKM->GBLM"). No mask (encoder-style), no layer norm, no dropout.
+// einsum("GBNLK,NKM->GBLM"). No mask (encoder-style). With layer_norm (the config's), each
+// sublayer is pre-LayerNorm with residual dropout after attention and the dense FFN, as Lingvo's:
+//   y = x + Dropout(SelfAttention(LN(x)));  z = y + Dropout(Ffn(LN(y)));  ...;  u + MoeFfn(LN(u))
 // MoeFfn is Algorithm 2 (BuildMoeLayer builds it alone, with inputs / wg / wi / wo parameters):
 //   gates            = softmax(einsum("GSM,ME->GSE", inputs, wg))
 //   combine, dispatch = Top2Gating(gates)                        (models/top2_gating.h, Alg. 1)
@@ -115,12 +117,20 @@ struct MoeLayerConfig {
   // With `annotate`: also wi / wo split on E and expert outputs split on G.
   bool annotate_experts = true;
   int64_t num_devices = 128;  // D, the partition count the annotations split over
-  uint64_t seed = 0;          // seed of the gating's random-uniform op
+  uint64_t seed = 0;          // seed of the gating's random-uniform op (dropout: seed + 1 + n)
+  // Pre-LayerNorm sublayers, as Lingvo's Transformer layers: x + Sublayer(LN(x)), each
+  // LayerNorm with its own [M] scale and bias parameters, added before the sublayer's weights;
+  // and residual dropout, x + Dropout(Sublayer(...)), after attention and the dense FFN but not
+  // the MoE FFN (Lingvo's default). Both off by default (the pair as the paper's Algorithm 2
+  // writes it). The whole model (models/gshard_model.h) always has LayerNorm and its own
+  // dropout rate.
+  bool layer_norm = false;
+  double dropout = 0;  // residual dropout rate after attention and the dense FFN, in [0, 1)
 
   // `base` with the sizes an object gives: tokens_per_group, d_model, d_ff, num_heads,
-  // head_dim, seq_len, capacity (0: DefaultCapacity), moe_layer_attention, dtype and
-  // weight_dtype ("f32", "bf16"). G, E and D come from where the model runs. Unknown keys and bad
-  // values are ConfigErrors naming `path`.key.
+  // head_dim, seq_len, capacity (0: DefaultCapacity), moe_layer_attention, layer_norm, dropout,
+  // dtype and weight_dtype ("f32", "bf16"). G, E and D come from where the model runs. Unknown keys
+  // and bad values are ConfigErrors naming `path`.key.
   static MoeLayerConfig FromJson(const nlohmann::json& json, const std::string& path,
                                  MoeLayerConfig base);
   // The resolved sizes (capacity as ExpertCapacity), for results files.
@@ -153,6 +163,16 @@ std::unique_ptr<ir::Module> BuildMoeLayerPair(const MoeLayerConfig& config);
 // of the config are not used.
 std::unique_ptr<ir::Module> BuildMoeLayer(const MoeLayerConfig& config);
 
+// LayerNorm over the last dim in f32: (x - mean) * rsqrt(var + 1e-6) * scale + bias, back in x's
+// element type. scale and bias are [M].
+ir::Instruction* LayerNorm(ir::Builder& b, ir::Instruction* x, ir::Instruction* scale,
+                           ir::Instruction* bias);
+// Inverted dropout at `rate`: x * (u >= rate) / (1 - rate), u uniform in [0,1); x itself at rate
+// 0. `site` picks the random stream (seed); `index` (s32 scalar or null) and `count` place this
+// draw in a [count, ...] global tensor, so every layer iteration of a loop draws its own mask.
+ir::Instruction* Dropout(ir::Builder& b, ir::Instruction* x, double rate, uint64_t site,
+                         ir::Instruction* index, int64_t count);
+
 // Cores of the blocks, on weights the caller provides (parameters, or slices of stacked weights
 // in a layer loop), all in `queries`' / `x`'s / `inputs`' element type. Scopes as above.
 struct AttentionWeights {
@@ -183,12 +203,17 @@ ir::Instruction* AddMoeCore(ir::Builder& b, ir::Instruction* inputs, const MoeWe
 
 // Building blocks, for other model builders. Each adds its parameters, numbered from
 // *next_parameter (advanced past them), to the builder's computation and sets the scopes above.
-// Self-attention with q/k/v/output projections; returns x + attention(x).
+// Self-attention with q/k/v/output projections; returns x + attention(x), with LN(x) in place of
+// x inside the sublayer when layer_norm and Dropout(attention(...)) when dropout > 0.
 ir::Instruction* AddSelfAttention(ir::Builder& b, ir::Instruction* x, int64_t* next_parameter,
                                   const MoeLayerConfig& config);
-// Dense FFN; returns x + relu(x wi) wo.
+// Dense FFN; returns x + relu(x wi) wo, with LN and dropout as AddSelfAttention's.
 ir::Instruction* AddDenseFfn(ir::Builder& b, ir::Instruction* x, int64_t* next_parameter,
                              const MoeLayerConfig& config);
+// The MoE sublayer: returns u + MoeFfn(u) (with layer_norm: u + MoeFfn(LN(u))), named
+// moe_layer_out. `aux_loss` as AddMoeFfn's.
+ir::Instruction* AddMoeSublayer(ir::Builder& b, ir::Instruction* u, int64_t* next_parameter,
+                                const MoeLayerConfig& config, ir::Instruction** aux_loss = nullptr);
 // Algorithm 2 on `inputs` [G,S,M]; returns outputs [G,S,M] (without residual). With `aux_loss`,
 // also builds the gating's auxiliary load-balancing loss (models/top2_gating.h) into it.
 ir::Instruction* AddMoeFfn(ir::Builder& b, ir::Instruction* inputs, int64_t* next_parameter,

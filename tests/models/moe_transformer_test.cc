@@ -10,11 +10,13 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "base/config.h"
 #include "base/error.h"
 #include "ir/cost.h"
 #include "ir/interpreter.h"
@@ -420,6 +422,93 @@ TEST_CASE("partitioned for D = 4: two AllToAlls, nothing else, numerically equal
         partitioner::CompareSpmd(*mod, r, ir::RandomArguments(*mod, 5));
     CHECK_MESSAGE(report.ok(), report.ToString());
   }
+}
+
+// The dense FFN sublayer alone on one token x = [1, 2, 3, 4] (M = H = 4), with identity wi and
+// wo and LayerNorm scale 1, bias 0. By hand: mean 2.5, variance (2.25 + 0.25 + 0.25 + 2.25) / 4
+// = 1.25, LN(x) = (x - 2.5) / sqrt(1.25 + 1e-6) = [-1.34164, -0.44721, 0.44721, 1.34164], so
+// x + relu(LN(x)) = [1, 2, 3.44721, 5.34164]; without LayerNorm it would be x + relu(x) = 2x.
+// With dropout 0.5 each of the two positive outputs is dropped (x) or doubled (x + 2 relu).
+std::vector<double> DenseFfnSublayer(bool layer_norm, double dropout) {
+  MoeLayerConfig c = ToyMoeConfig();
+  c.d_model = c.d_ff = 4;
+  c.annotate = false;
+  c.layer_norm = layer_norm;
+  c.dropout = dropout;
+  ir::Module m("ffn_sublayer");
+  ir::Builder b(m.AddComputation("main", /*is_entry=*/true));
+  int64_t next_parameter = 0;
+  ir::Instruction* x = b.Parameter(next_parameter++, F32({1, 1, 4}), "x");
+  b.computation()->set_root(AddDenseFfn(b, x, &next_parameter, c));
+  ir::Verify(m);
+  std::vector<ir::Literal> args = {ir::Literal(F32({1, 1, 4}), {1, 2, 3, 4})};
+  if (layer_norm) {
+    args.emplace_back(F32({4}), std::vector<double>{1, 1, 1, 1});  // ln_scale
+    args.emplace_back(F32({4}), std::vector<double>{0, 0, 0, 0});  // ln_bias
+  }
+  std::vector<double> identity(16, 0.0);
+  for (int i = 0; i < 4; ++i) identity[static_cast<size_t>(5 * i)] = 1;
+  args.emplace_back(F32({4, 4}), identity);  // ffn_wi
+  args.emplace_back(F32({4, 4}), identity);  // ffn_wo
+  REQUIRE(static_cast<int64_t>(args.size()) == next_parameter);
+  return ir::Interpret(m, args).values;
+}
+
+TEST_CASE("layer_norm: a sublayer is x + Dropout(Sublayer(LN(x))), derived by hand") {
+  const std::vector<double> plain = DenseFfnSublayer(false, 0);
+  CHECK(plain == std::vector<double>{2, 4, 6, 8});
+  const std::vector<double> normed = DenseFfnSublayer(true, 0);
+  REQUIRE(normed.size() == 4);
+  CHECK(normed[0] == doctest::Approx(1));
+  CHECK(normed[1] == doctest::Approx(2));
+  CHECK(normed[2] == doctest::Approx(3.447214).epsilon(1e-5));
+  CHECK(normed[3] == doctest::Approx(5.341641).epsilon(1e-5));
+  const std::vector<double> dropped = DenseFfnSublayer(true, 0.5);
+  CHECK(dropped[0] == doctest::Approx(1));
+  CHECK(dropped[1] == doctest::Approx(2));
+  const double relu2 = 0.447214, relu3 = 1.341641;
+  CHECK((dropped[2] == doctest::Approx(3).epsilon(1e-5) ||
+         dropped[2] == doctest::Approx(3 + 2 * relu2).epsilon(1e-5)));
+  CHECK((dropped[3] == doctest::Approx(4).epsilon(1e-5) ||
+         dropped[3] == doctest::Approx(4 + 2 * relu3).epsilon(1e-5)));
+}
+
+TEST_CASE("layer_norm: three LayerNorms, no new collective, partitioned equal with dropout") {
+  MoeLayerConfig c = ToyMoeConfig();
+  const size_t plain_params = BuildMoeLayerPair(c)->entry()->parameters().size();
+  c.layer_norm = true;
+  c.dropout = 0.25;
+  std::unique_ptr<ir::Module> mod = BuildMoeLayerPair(c);
+  // Before both attentions, the dense FFN and the MoE FFN: 4 LayerNorms of 2 parameters each.
+  CHECK(mod->entry()->parameters().size() == plain_params + 8);
+  // One random-uniform for the gating, one per residual dropout (two attentions, the FFN).
+  int64_t randoms = 0;
+  for (const auto& i : mod->entry()->instructions()) {
+    randoms += i->opcode == Opcode::kRandomUniform ? 1 : 0;
+  }
+  CHECK(randoms == 4);
+  partitioner::PropagateShardings(*mod, 4);
+  partitioner::PartitionOptions options;
+  options.num_partitions = 4;
+  partitioner::PartitionResult r = partitioner::PartitionSpmd(*mod, options);
+  CHECK(CollectiveCounts(*r.module) == std::map<std::string, int64_t>{{"all-to-all", 2}});
+  partitioner::EquivalenceReport report =
+      partitioner::CompareSpmd(*mod, r, ir::RandomArguments(*mod, 7));
+  CHECK_MESSAGE(report.ok(), report.ToString());
+}
+
+TEST_CASE("layer_norm and dropout from JSON; a bad rate is an error naming it") {
+  const MoeLayerConfig c = MoeLayerConfig::FromJson(
+      nlohmann::json{{"layer_norm", true}, {"dropout", 0.1}}, "model", ToyMoeConfig());
+  CHECK(c.layer_norm);
+  CHECK(c.dropout == 0.1);
+  CHECK(c.ToJson()["layer_norm"] == true);
+  CHECK_THROWS_WITH_AS(
+      MoeLayerConfig::FromJson(nlohmann::json{{"dropout", 1.0}}, "model", ToyMoeConfig()),
+      doctest::Contains("model.dropout"), ConfigError);
+  MoeLayerConfig bad = ToyMoeConfig();
+  bad.dropout = -0.5;
+  CHECK_THROWS_WITH_AS(BuildMoeLayerPair(bad), doctest::Contains("moe.dropout"), Error);
 }
 
 }  // namespace

@@ -186,6 +186,22 @@ TEST_CASE("training step: partitioned on 2, 4 and 8 partitions equals the unpart
   }
 }
 
+TEST_CASE("training step: with LayerNorm and dropout, partitioned on 4 equals unpartitioned") {
+  MoeLayerConfig c = Toy(4);
+  c.layer_norm = true;
+  c.dropout = 0.25;
+  auto loss = BuildMoeLayerPairLoss(c, ToyLoss());
+  TrainingStep s =
+      BuildTrainingStep(*loss, FloatParameters(*loss), OptimizerConfig{}, StepOptions(4));
+  // Four LayerNorms' scales and biases join the 14 weights of the plain pair.
+  CHECK(s.trainable.size() == 14 + 8);
+  const partitioner::PartitionResult spmd = partitioner::PropagateAndPartition(*s.module, 4);
+  const partitioner::EquivalenceReport report =
+      partitioner::CompareSpmd(*s.module, spmd, StepArguments(s, 9, 3));
+  CAPTURE(report.ToString());
+  CHECK(report.ok());
+}
+
 // Collectives of the SPMD program by opcode and scope ("all-to-all backward/dispatch_combine").
 std::map<std::string, int> Collectives(const ir::Module& m) {
   std::map<std::string, int> n;
