@@ -256,7 +256,8 @@ Instruction* ModelBuilder::AddSide(Side side, Instruction* x, Instruction* memor
       Instruction* bias = take(false);
       Instruction* wi = take();
       Instruction* wo = take();
-      Instruction* out = AddFfnCore(bb, LayerNorm(bb, h, scale, bias), wi, wo);
+      Instruction* out =
+          AddFfnCore(bb, LayerNorm(bb, h, scale, bias), wi, wo, c_.dropout, site++, t, trips);
       h = SplitGroups(bb.Add(h, Dropout(bb, out, c_.dropout, site++, t, trips)));
     } else {
       Builder::ScopeGuard scope(bb, std::string(kScopeGateEinsums));
@@ -268,7 +269,7 @@ Instruction* ModelBuilder::AddSide(Side side, Instruction* x, Instruction* memor
       w.wo = take();
       Instruction* layer_aux = nullptr;
       Instruction* out = AddMoeCore(bb, LayerNorm(bb, h, scale, bias), w, l_, &layer_aux);
-      h = SplitGroups(bb.Add(h, out));
+      h = SplitGroups(bb.Add(h, Dropout(bb, out, c_.dropout, site++, t, trips)));
       aux_sum = bb.Add(aux_sum, layer_aux);
     }
   }

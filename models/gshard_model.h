@@ -6,16 +6,19 @@
 //   GShardModelConfig c = ToyModelConfig(/*num_devices=*/4);
 //   std::set<std::string> stacked;
 //   std::unique_ptr<ir::Module> loss = BuildGShardModelLoss(c, &stacked);
-//   TrainingStep step = BuildTrainingStep(*loss, FloatParameters(*loss), {}, StepOptions(4, stacked));
+//   TrainingStep step = BuildTrainingStep(*loss, FloatParameters(*loss), {}, StepOptions(4,
+//   stacked));
 //
 // Layers (pre-LayerNorm, as Lingvo's Transformer layers), per group of S tokens cut into
 // sequences of seq_len:
 //   encoder layer  x = x + Dropout(SelfAttention(LN(x)))
-//                  x = x + Dropout(Ffn(LN(x)))          or  x = x + MoeFfn(LN(x))
+//                  x = x + Dropout(Ffn(LN(x)))          or  x = x + Dropout(MoeFfn(LN(x)))
 //   decoder layer  y = y + Dropout(CausalSelfAttention(LN(y)))
 //                  y = y + Dropout(Attention(LN(y), over the encoder output))
-//                  y = y + Dropout(Ffn(LN(y)))          or  y = y + MoeFfn(LN(y))
-// (no dropout after an MoE FFN: Lingvo's default). Each side is L/2 layers, built as a counted
+//                  y = y + Dropout(Ffn(LN(y)))          or  y = y + Dropout(MoeFfn(LN(y)))
+// with Ffn(h) = Dropout(relu(h wi)) wo: dropout where Lingvo's GShard builder puts it, on every
+// sublayer's output and on the dense FFN's hidden activations, none inside the experts (its
+// default moe_dropout_rate is 0). Each side is L/2 layers, built as a counted
 // loop of (L/2)/moe_every iterations over stacked weights [R, ...] (R = iterations): one
 // iteration is moe_every layers, the last of them MoE. The program's size does not depend on L.
 // The loss: source tokens -> source embedding -> dropout -> encoder -> LN; target inputs ->

@@ -246,12 +246,17 @@ Instruction* AddInputNorm(Builder& b, Instruction* x, int64_t* next_parameter,
   return LayerNorm(b, x, scale, bias);
 }
 
-// x + Dropout(out) at the config's rate. The random stream's site is the next parameter number,
-// distinct for every sublayer of a module (each adds parameters before its residual).
+// The random stream of a sublayer's dropout `k` (0: residual, 1: the dense FFN's hidden): from
+// the next parameter number, distinct for every sublayer of a module (each adds parameters
+// before its dropouts).
+uint64_t DropoutSite(const MoeLayerConfig& c, int64_t next_parameter, int k) {
+  return c.seed + 1 + 2 * static_cast<uint64_t>(next_parameter) + static_cast<uint64_t>(k);
+}
+
+// x + Dropout(out) at the config's rate.
 Instruction* AddResidual(Builder& b, Instruction* x, Instruction* out, int64_t next_parameter,
                          const MoeLayerConfig& c) {
-  return b.Add(x, Dropout(b, out, c.dropout, c.seed + 1 + static_cast<uint64_t>(next_parameter),
-                          nullptr, 1));
+  return b.Add(x, Dropout(b, out, c.dropout, DropoutSite(c, next_parameter, 0), nullptr, 1));
 }
 
 }  // namespace
@@ -273,10 +278,11 @@ Instruction* AddSelfAttention(Builder& b, Instruction* x, int64_t* next_paramete
   return Named(AddResidual(b, x, out, *next_parameter, c), "attention_residual");
 }
 
-Instruction* AddFfnCore(Builder& b, Instruction* x, Instruction* wi, Instruction* wo) {
+Instruction* AddFfnCore(Builder& b, Instruction* x, Instruction* wi, Instruction* wo,
+                        double dropout, uint64_t site, Instruction* index, int64_t count) {
   Builder::ScopeGuard scope(b, std::string(kScopeTransformerFfn));
   Instruction* hidden = Named(Relu(b, b.Einsum("GSM,MH->GSH", x, wi)), "ffn_hidden");
-  return b.Einsum("GSH,HM->GSM", hidden, wo);
+  return b.Einsum("GSH,HM->GSM", Dropout(b, hidden, dropout, site, index, count), wo);
 }
 
 Instruction* AddDenseFfn(Builder& b, Instruction* x, int64_t* next_parameter,
@@ -285,7 +291,8 @@ Instruction* AddDenseFfn(Builder& b, Instruction* x, int64_t* next_parameter,
   Instruction* in = AddInputNorm(b, x, next_parameter, c);
   Instruction* wi = AddWeight(b, next_parameter, {c.d_model, c.d_ff}, c, "ffn_wi", Replicated);
   Instruction* wo = AddWeight(b, next_parameter, {c.d_ff, c.d_model}, c, "ffn_wo", Replicated);
-  Instruction* out = AddFfnCore(b, in, wi, wo);
+  Instruction* out =
+      AddFfnCore(b, in, wi, wo, c.dropout, DropoutSite(c, *next_parameter, 1), nullptr, 1);
   return Named(AddResidual(b, x, out, *next_parameter, c), "ffn_residual");
 }
 
@@ -298,7 +305,7 @@ Instruction* AddMoeSublayer(Builder& b, Instruction* u, int64_t* next_parameter,
   }
   Instruction* moe = AddMoeFfn(b, in, next_parameter, c, aux_loss);
   Builder::ScopeGuard scope(b, std::string(kScopeGateEinsums));
-  return Named(b.Add(u, moe), "moe_layer_out");
+  return Named(AddResidual(b, u, moe, *next_parameter, c), "moe_layer_out");
 }
 
 Instruction* AddMoeFfn(Builder& b, Instruction* inputs, int64_t* next_parameter,

@@ -14,7 +14,8 @@
 // T (exp / reduce / divide), context = einsum("GBNLT,GBTNK->GBNLK"), output projection
 // einsum("GBNLK,NKM->GBLM"). No mask (encoder-style). With layer_norm (the config's), each
 // sublayer is pre-LayerNorm with residual dropout after attention and the dense FFN, as Lingvo's:
-//   y = x + Dropout(SelfAttention(LN(x)));  z = y + Dropout(Ffn(LN(y)));  ...;  u + MoeFfn(LN(u))
+//   y = x + Dropout(SelfAttention(LN(x)));  z = y + Dropout(Ffn(LN(y)));  ...;
+//   out = u + Dropout(MoeFfn(LN(u)));  Ffn(h) = Dropout(relu(h wi)) wo
 // MoeFfn is Algorithm 2 (BuildMoeLayer builds it alone, with inputs / wg / wi / wo parameters):
 //   gates            = softmax(einsum("GSM,ME->GSE", inputs, wg))
 //   combine, dispatch = Top2Gating(gates)                        (models/top2_gating.h, Alg. 1)
@@ -120,12 +121,12 @@ struct MoeLayerConfig {
   uint64_t seed = 0;          // seed of the gating's random-uniform op (dropout: seed + 1 + n)
   // Pre-LayerNorm sublayers, as Lingvo's Transformer layers: x + Sublayer(LN(x)), each
   // LayerNorm with its own [M] scale and bias parameters, added before the sublayer's weights;
-  // and residual dropout, x + Dropout(Sublayer(...)), after attention and the dense FFN but not
-  // the MoE FFN (Lingvo's default). Both off by default (the pair as the paper's Algorithm 2
-  // writes it). The whole model (models/gshard_model.h) always has LayerNorm and its own
-  // dropout rate.
+  // and dropout as Lingvo's GShard builder places it: on every sublayer's output before its
+  // residual add, x + Dropout(Sublayer(...)), and on the dense FFN's hidden activations (not
+  // inside the MoE experts). Both off by default (the pair as the paper's Algorithm 2 writes
+  // it). The whole model (models/gshard_model.h) always has LayerNorm and its own dropout rate.
   bool layer_norm = false;
-  double dropout = 0;  // residual dropout rate after attention and the dense FFN, in [0, 1)
+  double dropout = 0;  // dropout rate, in [0, 1)
 
   // `base` with the sizes an object gives: tokens_per_group, d_model, d_ff, num_heads,
   // head_dim, seq_len, capacity (0: DefaultCapacity), moe_layer_attention, layer_norm, dropout,
@@ -187,9 +188,11 @@ struct AttentionWeights {
 ir::Instruction* AddAttentionCore(ir::Builder& b, ir::Instruction* queries,
                                   ir::Instruction* memory, const AttentionWeights& w,
                                   const MoeLayerConfig& config, bool causal);
-// relu(x wi) wo, without residual.
+// relu(x wi) wo, without residual; with dropout > 0, Dropout(relu(x wi), dropout, site, index,
+// count) wo (Lingvo's DenseReluDense drops out the hidden activations; the MoE experts do not).
 ir::Instruction* AddFfnCore(ir::Builder& b, ir::Instruction* x, ir::Instruction* wi,
-                            ir::Instruction* wo);
+                            ir::Instruction* wo, double dropout = 0, uint64_t site = 0,
+                            ir::Instruction* index = nullptr, int64_t count = 1);
 struct MoeWeights {
   ir::Instruction* wg = nullptr;  // [M,E]
   ir::Instruction* wi = nullptr;  // [E,M,H]
@@ -207,11 +210,12 @@ ir::Instruction* AddMoeCore(ir::Builder& b, ir::Instruction* inputs, const MoeWe
 // x inside the sublayer when layer_norm and Dropout(attention(...)) when dropout > 0.
 ir::Instruction* AddSelfAttention(ir::Builder& b, ir::Instruction* x, int64_t* next_parameter,
                                   const MoeLayerConfig& config);
-// Dense FFN; returns x + relu(x wi) wo, with LN and dropout as AddSelfAttention's.
+// Dense FFN; returns x + relu(x wi) wo, with LN and dropout as AddSelfAttention's (and the
+// hidden activations' dropout).
 ir::Instruction* AddDenseFfn(ir::Builder& b, ir::Instruction* x, int64_t* next_parameter,
                              const MoeLayerConfig& config);
-// The MoE sublayer: returns u + MoeFfn(u) (with layer_norm: u + MoeFfn(LN(u))), named
-// moe_layer_out. `aux_loss` as AddMoeFfn's.
+// The MoE sublayer: returns u + MoeFfn(u), named moe_layer_out, with LN and dropout as
+// AddSelfAttention's. `aux_loss` as AddMoeFfn's.
 ir::Instruction* AddMoeSublayer(ir::Builder& b, ir::Instruction* u, int64_t* next_parameter,
                                 const MoeLayerConfig& config, ir::Instruction** aux_loss = nullptr);
 // Algorithm 2 on `inputs` [G,S,M]; returns outputs [G,S,M] (without residual). With `aux_loss`,

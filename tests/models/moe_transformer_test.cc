@@ -428,13 +428,15 @@ TEST_CASE("partitioned for D = 4: two AllToAlls, nothing else, numerically equal
 // wo and LayerNorm scale 1, bias 0. By hand: mean 2.5, variance (2.25 + 0.25 + 0.25 + 2.25) / 4
 // = 1.25, LN(x) = (x - 2.5) / sqrt(1.25 + 1e-6) = [-1.34164, -0.44721, 0.44721, 1.34164], so
 // x + relu(LN(x)) = [1, 2, 3.44721, 5.34164]; without LayerNorm it would be x + relu(x) = 2x.
-// With dropout 0.5 each of the two positive outputs is dropped (x) or doubled (x + 2 relu).
+// With dropout 0.5 on the hidden activations and on the output, each positive output is either
+// dropped by one of them (x) or kept and doubled by both (x + 4 relu), never x + 2 relu.
 std::vector<double> DenseFfnSublayer(bool layer_norm, double dropout) {
   MoeLayerConfig c = ToyMoeConfig();
   c.d_model = c.d_ff = 4;
   c.annotate = false;
   c.layer_norm = layer_norm;
   c.dropout = dropout;
+  c.seed = 2;  // a stream that keeps an output through both dropouts
   ir::Module m("ffn_sublayer");
   ir::Builder b(m.AddComputation("main", /*is_entry=*/true));
   int64_t next_parameter = 0;
@@ -468,12 +470,14 @@ TEST_CASE("layer_norm: a sublayer is x + Dropout(Sublayer(LN(x))), derived by ha
   CHECK(dropped[1] == doctest::Approx(2));
   const double relu2 = 0.447214, relu3 = 1.341641;
   CHECK((dropped[2] == doctest::Approx(3).epsilon(1e-5) ||
-         dropped[2] == doctest::Approx(3 + 2 * relu2).epsilon(1e-5)));
+         dropped[2] == doctest::Approx(3 + 4 * relu2).epsilon(1e-5)));
   CHECK((dropped[3] == doctest::Approx(4).epsilon(1e-5) ||
-         dropped[3] == doctest::Approx(4 + 2 * relu3).epsilon(1e-5)));
+         dropped[3] == doctest::Approx(4 + 4 * relu3).epsilon(1e-5)));
+  // Seed 2 keeps at least one of them through both dropouts, so the x4 is exercised.
+  CHECK((dropped[2] > 3.5 || dropped[3] > 4.5));
 }
 
-TEST_CASE("layer_norm: three LayerNorms, no new collective, partitioned equal with dropout") {
+TEST_CASE("layer_norm: four LayerNorms, no new collective, partitioned equal with dropout") {
   MoeLayerConfig c = ToyMoeConfig();
   const size_t plain_params = BuildMoeLayerPair(c)->entry()->parameters().size();
   c.layer_norm = true;
@@ -481,12 +485,13 @@ TEST_CASE("layer_norm: three LayerNorms, no new collective, partitioned equal wi
   std::unique_ptr<ir::Module> mod = BuildMoeLayerPair(c);
   // Before both attentions, the dense FFN and the MoE FFN: 4 LayerNorms of 2 parameters each.
   CHECK(mod->entry()->parameters().size() == plain_params + 8);
-  // One random-uniform for the gating, one per residual dropout (two attentions, the FFN).
+  // One random-uniform for the gating, one per residual dropout (two attentions, the FFN, the
+  // MoE FFN) and one for the dense FFN's hidden activations.
   int64_t randoms = 0;
   for (const auto& i : mod->entry()->instructions()) {
     randoms += i->opcode == Opcode::kRandomUniform ? 1 : 0;
   }
-  CHECK(randoms == 4);
+  CHECK(randoms == 6);
   partitioner::PropagateShardings(*mod, 4);
   partitioner::PartitionOptions options;
   options.num_partitions = 4;
