@@ -6,8 +6,8 @@
 //   GShardModelConfig c = ToyModelConfig(/*num_devices=*/4);
 //   std::set<std::string> stacked;
 //   std::unique_ptr<ir::Module> loss = BuildGShardModelLoss(c, &stacked);
-//   TrainingStep step = BuildTrainingStep(*loss, FloatParameters(*loss), {}, StepOptions(4,
-//   stacked));
+//   TrainingStep step =
+//       BuildTrainingStep(*loss, FloatParameters(*loss), {}, StepOptions(4, stacked));
 //
 // Layers (pre-LayerNorm, as Lingvo's Transformer layers), per group of S tokens cut into
 // sequences of seq_len:
@@ -18,9 +18,9 @@
 //                  y = y + Dropout(Ffn(LN(y)))          or  y = y + Dropout(MoeFfn(LN(y)))
 // with Ffn(h) = Dropout(relu(h wi)) wo: dropout where Lingvo's GShard builder puts it, on every
 // sublayer's output and on the dense FFN's hidden activations, none inside the experts (its
-// default moe_dropout_rate is 0). Each side is L/2 layers, built as a counted
-// loop of (L/2)/moe_every iterations over stacked weights [R, ...] (R = iterations): one
-// iteration is moe_every layers, the last of them MoE. The program's size does not depend on L.
+// default moe_dropout_rate is 0). Each side is L/2 layers, built as a counted loop of
+// (L/2)/moe_every iterations over stacked weights [R, ...] (R = iterations): one iteration is
+// moe_every layers, the last of them MoE. The program's size does not depend on L.
 // The loss: source tokens -> source embedding -> dropout -> encoder -> LN; target inputs ->
 // target embedding -> dropout -> decoder -> LN -> logits through the target embedding (the
 // shared softmax weights) -> mean softmax cross-entropy over all target tokens + k x the sum over
