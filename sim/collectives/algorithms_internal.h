@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/collectives/algorithms.h"
@@ -24,18 +25,45 @@ struct BuildContext {
   const std::vector<std::vector<int64_t>>& groups;  // resolved
 };
 
+// The send queues of a ring algorithm. A ring algorithm runs as channels (one per ring direction,
+// and per rotation of the torus algorithm), each a DMA queue that sends its messages from one
+// member to the next in the order the algorithm issues them: a message waits for the previous
+// one of its channel between the same two members to have been sent. Without the queue, a member
+// whose inputs arrive early starts several steps' messages at once, they share the link with the
+// step everyone waits for, and a ring gets slower when some of its links get faster.
+class SendQueues {
+ public:
+  // The last message of `channel` from `src` to `dst` (-1: none yet), to wait for and update.
+  int64_t& Tail(int channel, int64_t src, int64_t dst);
+
+ private:
+  struct Key {
+    int64_t channel, src, dst;
+    bool operator==(const Key&) const = default;
+  };
+  struct Hash {
+    size_t operator()(const Key& k) const noexcept {
+      uint64_t h = static_cast<uint64_t>(k.src) * 0x9E3779B97F4A7C15ull;
+      h ^= static_cast<uint64_t>(k.dst) + 0x7F4A7C159E3779B9ull + (h << 6) + (h >> 2);
+      h ^= static_cast<uint64_t>(k.channel) * 0xC2B2AE3D27D4EB4Full;
+      return static_cast<size_t>(h ^ (h >> 29));
+    }
+  };
+  std::unordered_map<Key, int64_t, Hash> tail_;
+};
+
 // One ring phase over `ring` (partition ids in ring order; position q sends to q + 1): pieces[q]
 // are the element ranges (the same in every member's `buffer`) that position q ends up owning
 // (reduce-scatter: the sum over the ring) or starts with (all-gather). Takes ring.size() - 1
 // steps labelled step0, step0 + 1, ...; each piece is cut into `chunks` sub-chunks that travel
-// independently. bidirectional: each piece is halved, the first half goes round in ring order,
-// the second half the other way.
+// independently. bidirectional: each piece is halved, the first half goes round in ring order
+// on `channel`, the second half the other way on channel + 1 (of `queues`).
 void RingReduceScatter(ScheduleBuilder& builder, const std::vector<int64_t>& ring,
                        const std::vector<Ranges>& pieces, Buffer buffer, int step0, int chunks,
-                       bool bidirectional);
+                       bool bidirectional, SendQueues& queues, int channel);
 void RingAllGather(ScheduleBuilder& builder, const std::vector<int64_t>& ring,
                    const std::vector<Ranges>& pieces, Buffer buffer, int step0, int chunks,
-                   bool bidirectional);
+                   bool bidirectional, SendQueues& queues, int channel);
 
 // Algorithm builders (one per file). Each throws podsim::Error naming the field when it does not
 // apply.

@@ -39,10 +39,16 @@ struct RingDeps {
 // of position q. Returns the ids of the last step.
 StepIds RingOneWay(ScheduleBuilder& builder, const std::vector<int64_t>& ring,
                    const std::vector<std::vector<Ranges>>& sub, Buffer buffer, int step0,
-                   bool reduce, const RingDeps* explicit_deps) {
+                   bool reduce, const RingDeps* explicit_deps, SendQueues& queues, int channel) {
   const int64_t g = static_cast<int64_t>(ring.size());
   StepIds previous, current(static_cast<size_t>(g));
   std::vector<int64_t> deps;
+  // Each position's queue to the next (see SendQueues).
+  std::vector<int64_t*> tail(static_cast<size_t>(g));
+  for (int64_t p = 0; p < g; ++p) {
+    tail[static_cast<size_t>(p)] =
+        &queues.Tail(channel, ring[static_cast<size_t>(p)], ring[static_cast<size_t>((p + 1) % g)]);
+  }
   for (int64_t s = 0; s + 1 < g; ++s) {
     for (int64_t p = 0; p < g; ++p) {
       const int64_t piece = ((p - s - (reduce ? 1 : 0)) % g + g) % g;
@@ -67,6 +73,11 @@ StepIds RingOneWay(ScheduleBuilder& builder, const std::vector<int64_t>& ring,
         ids[j] =
             builder.AddRanges(ring[static_cast<size_t>(p)], buffer, ring[static_cast<size_t>(next)],
                               buffer, parts[j], reduce, step0 + static_cast<int>(s), deps);
+        if (ids[j] >= 0) {
+          int64_t& last = *tail[static_cast<size_t>(p)];
+          builder.QueueAfter(ids[j], last);
+          last = ids[j];
+        }
       }
     }
     std::swap(previous, current);
@@ -106,10 +117,11 @@ std::vector<Direction> Directions(const std::vector<int64_t>& ring,
 
 void RingPhase(ScheduleBuilder& builder, const std::vector<int64_t>& ring,
                const std::vector<Ranges>& pieces, Buffer buffer, int step0, int chunks,
-               bool bidirectional, bool reduce) {
+               bool bidirectional, bool reduce, SendQueues& queues, int channel) {
   if (ring.size() < 2) return;
+  int c = channel;
   for (const Direction& d : Directions(ring, pieces, chunks, bidirectional)) {
-    RingOneWay(builder, d.ring, d.sub, buffer, step0, reduce, nullptr);
+    RingOneWay(builder, d.ring, d.sub, buffer, step0, reduce, nullptr, queues, c++);
   }
 }
 
@@ -117,14 +129,20 @@ void RingPhase(ScheduleBuilder& builder, const std::vector<int64_t>& ring,
 
 void RingReduceScatter(ScheduleBuilder& builder, const std::vector<int64_t>& ring,
                        const std::vector<Ranges>& pieces, Buffer buffer, int step0, int chunks,
-                       bool bidirectional) {
-  RingPhase(builder, ring, pieces, buffer, step0, chunks, bidirectional, /*reduce=*/true);
+                       bool bidirectional, SendQueues& queues, int channel) {
+  RingPhase(builder, ring, pieces, buffer, step0, chunks, bidirectional, /*reduce=*/true, queues,
+            channel);
 }
 
 void RingAllGather(ScheduleBuilder& builder, const std::vector<int64_t>& ring,
                    const std::vector<Ranges>& pieces, Buffer buffer, int step0, int chunks,
-                   bool bidirectional) {
-  RingPhase(builder, ring, pieces, buffer, step0, chunks, bidirectional, /*reduce=*/false);
+                   bool bidirectional, SendQueues& queues, int channel) {
+  RingPhase(builder, ring, pieces, buffer, step0, chunks, bidirectional, /*reduce=*/false, queues,
+            channel);
+}
+
+int64_t& SendQueues::Tail(int channel, int64_t src, int64_t dst) {
+  return tail_.try_emplace(Key{channel, src, dst}, -1).first->second;
 }
 
 void BuildRing(const BuildContext& context, bool bidirectional, Schedule& schedule) {
@@ -183,19 +201,23 @@ void BuildRing(const BuildContext& context, bool bidirectional, Schedule& schedu
     }
     // Deps of the final copies of reduce-scatter: the last reductions into each member.
     std::vector<std::vector<int64_t>> final_deps(static_cast<size_t>(g));
+    SendQueues queues;
+    int channel = 0;
     for (const Direction& d : Directions(ring.members, pieces, chunks, bidirectional)) {
+      ++channel;
       if (g < 2) break;
       RingDeps from_init;
       from_init.first = [&](int64_t p, int64_t, std::vector<int64_t>& deps) {
         deps.push_back(initialised[static_cast<size_t>(d.ring[static_cast<size_t>(p)])]);
       };
       if (kind == CollectiveKind::kAllGather) {
-        RingOneWay(builder, d.ring, d.sub, Buffer::kOutput, 0, false, &from_init);
+        RingOneWay(builder, d.ring, d.sub, Buffer::kOutput, 0, false, &from_init, queues, channel);
         continue;
       }
       from_init.initialised = &initialised;
       const Buffer buffer = kind == CollectiveKind::kAllReduce ? Buffer::kOutput : Buffer::kScratch;
-      const StepIds last = RingOneWay(builder, d.ring, d.sub, buffer, 0, true, &from_init);
+      const StepIds last =
+          RingOneWay(builder, d.ring, d.sub, buffer, 0, true, &from_init, queues, channel);
       if (kind == CollectiveKind::kAllReduce) {
         // Position p starts the all-gather with its own piece p, last reduced by p - 1.
         RingDeps after_rs;
@@ -203,7 +225,7 @@ void BuildRing(const BuildContext& context, bool bidirectional, Schedule& schedu
           deps.push_back(last[static_cast<size_t>((p + g - 1) % g)][static_cast<size_t>(j)]);
         };
         RingOneWay(builder, d.ring, d.sub, Buffer::kOutput, static_cast<int>(g) - 1, false,
-                   &after_rs);
+                   &after_rs, queues, channel);
       } else {
         for (int64_t p = 0; p < g; ++p) {
           const int64_t member = d.ring[static_cast<size_t>(p)];

@@ -18,6 +18,11 @@
 // vector order is a topological order. Transfers not ordered by deps never conflict (no
 // overlapping writes, except two reductions, which commute; no read of a range another writes),
 // so any topological order gives the same result (tests check this).
+//
+// Send queues (timing only): a transfer may also wait for an earlier network transfer between
+// the same two partitions to have been *sent* (its last byte has left the source; delivery
+// follows after the path's flight time), as the messages of one DMA queue go out one after
+// another. Schedule::queued_after holds them; the functional run ignores them.
 
 #include <cstdint>
 #include <span>
@@ -90,6 +95,9 @@ struct Schedule {
   std::vector<ChunkTransfer> transfers;   // in a valid topological order of deps
   std::vector<Segment> segments;          // pieces of the segmented transfers
   std::vector<int32_t> dep_index;         // the transfers' deps, concatenated (see Deps())
+  // Per transfer, the earlier one of its send queue it goes out after (-1: none); empty when no
+  // transfer is queued. Each transfer is queued after at most one and before at most one.
+  std::vector<int32_t> queued_after;
   int num_steps = 0;                      // 1 + the largest step of a network transfer (0: none)
   // The replica groups it runs over (resolved: never empty for group collectives; empty for
   // collective-permute), and the permute pairs.

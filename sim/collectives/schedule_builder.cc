@@ -287,6 +287,24 @@ int64_t ScheduleBuilder::AddRanges(int64_t src, Buffer src_buffer, int64_t dst, 
   return Add(src, src_buffer, dst, dst_buffer, pieces, reduce, step, extra_deps);
 }
 
+void ScheduleBuilder::QueueAfter(int64_t t, int64_t previous) {
+  if (t < 0 || previous < 0) return;
+  const size_t n = schedule_.transfers.size();
+  if (t >= static_cast<int64_t>(n) || previous >= t) {
+    throw Error("schedule: transfer " + std::to_string(t) + " queued after " +
+                std::to_string(previous) + ", not an earlier transfer");
+  }
+  const ChunkTransfer& a = schedule_.transfers[static_cast<size_t>(t)];
+  const ChunkTransfer& b = schedule_.transfers[static_cast<size_t>(previous)];
+  if (a.local() || a.src != b.src || a.dst != b.dst) {
+    throw Error("schedule: transfer " + std::to_string(t) + " queued after " +
+                std::to_string(previous) +
+                ", which is not a network transfer between the same partitions");
+  }
+  schedule_.queued_after.resize(n, -1);
+  schedule_.queued_after[static_cast<size_t>(t)] = static_cast<int32_t>(previous);
+}
+
 int64_t ScheduleBuilder::AddJoin(int64_t partition, const std::vector<int64_t>& deps, int step) {
   if (deps.empty()) return -1;
   const int64_t index = static_cast<int64_t>(schedule_.transfers.size());
@@ -308,6 +326,8 @@ void ScheduleBuilder::Finish() {
     if (!t.local()) steps = std::max(steps, t.step + 1);
   }
   schedule_.num_steps = steps;
+  if (!schedule_.queued_after.empty())
+    schedule_.queued_after.resize(schedule_.transfers.size(), -1);
 }
 
 }  // namespace podsim::sim

@@ -59,6 +59,10 @@ class ScheduleBuilder {
   // its index (-1 if deps is empty: nothing to wait for).
   int64_t AddJoin(int64_t partition, const std::vector<int64_t>& deps, int step);
 
+  // Queues network transfer t behind `previous` (an earlier network transfer between the same
+  // two partitions, or -1: nothing): t starts only once `previous` has been sent (schedule.h).
+  void QueueAfter(int64_t t, int64_t previous);
+
   // Sets schedule.num_steps from the network transfers' steps.
   void Finish();
 

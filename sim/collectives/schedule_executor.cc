@@ -71,6 +71,7 @@ void ScheduleExecutor::AdvanceTo(Time until) {
         }
         Complete(done[i], t);
       }
+      for (TransferId id : network_.TakeSent()) Sent(id, t);
     }
     while (!local_.empty() && local_.top().first == t.picos()) {
       const int64_t id = local_.top().second;
@@ -133,17 +134,30 @@ void ScheduleExecutor::StartTransfer(Run& run, int32_t index, Time t) {
   network_.Start(id, tr.src, tr.dst, Bytes{bytes}, t);
 }
 
-void ScheduleExecutor::Complete(int64_t id, Time t) {
+ScheduleExecutor::Run* ScheduleExecutor::RunOf(int64_t id) {
   Run* found = last_run_;
   if (found == nullptr || id < found->base ||
       id >= found->base + static_cast<int64_t>(found->remaining.size())) {
     auto it = runs_.upper_bound(id);
-    if (it == runs_.begin()) {
-      throw Error("ScheduleExecutor: unknown transfer " + std::to_string(id));
-    }
+    if (it == runs_.begin()) return nullptr;
     found = (--it)->second.get();
+    if (id >= found->base + static_cast<int64_t>(found->remaining.size())) return nullptr;
     last_run_ = found;
   }
+  return found;
+}
+
+void ScheduleExecutor::Sent(int64_t id, Time t) {
+  // A run that has finished (its last transfer completed at this time) has nothing queued.
+  Run* run = RunOf(id);
+  if (run == nullptr || run->index->queue_next.empty()) return;
+  const int32_t next = run->index->queue_next[static_cast<size_t>(id - run->base)];
+  if (next >= 0 && --run->remaining[static_cast<size_t>(next)] == 0) StartTransfer(*run, next, t);
+}
+
+void ScheduleExecutor::Complete(int64_t id, Time t) {
+  Run* found = RunOf(id);
+  if (found == nullptr) throw Error("ScheduleExecutor: unknown transfer " + std::to_string(id));
   Run& run = *found;
   const int32_t index = static_cast<int32_t>(id - run.base);
   if (run.callbacks.done) run.callbacks.done(index, t);

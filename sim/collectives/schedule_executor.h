@@ -5,7 +5,8 @@
 // shared network of a program run (sim/program/shared_network.h) all execute schedules here.
 //
 // Semantics: a run's root transfers start at its start time plus the fixed overhead; a transfer
-// starts when all its deps have completed; network transfers go to the model, local ones
+// starts when all its deps have completed and its send-queue predecessor (schedule.h) has been
+// sent (NetworkModel::TakeSent); network transfers go to the model, local ones
 // (src == dst) take bytes / local_copy_bandwidth (or no time) and never touch the network.
 // Events at one time are processed in a fixed order: the model's completions (in the order it
 // reports them), local copies finishing, runs starting, then zero-time local transfers until none
@@ -84,7 +85,9 @@ class ScheduleExecutor {
 
   void StartRoots(int64_t base, Time t);
   void StartTransfer(Run& run, int32_t index, Time t);
+  Run* RunOf(int64_t id);  // the run of network id `id`, or null
   void Complete(int64_t id, Time t);
+  void Sent(int64_t id, Time t);  // its send queue's next transfer may start
   void Touch(Run& run, int64_t partition, Time t);
   void Finish(int64_t base, Time t);
 

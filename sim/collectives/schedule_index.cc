@@ -13,6 +13,12 @@ ScheduleIndex IndexSchedule(const Schedule& schedule) {
   index.nodes.resize(n);
   index.deps.resize(n);
   index.touches.assign(static_cast<size_t>(std::max<int64_t>(schedule.num_partitions, 0)), 0);
+  const std::vector<int32_t>& queued = schedule.queued_after;
+  if (!queued.empty()) {
+    if (queued.size() != n)
+      throw Error("schedule: queued_after does not have one entry per transfer");
+    index.queue_next.assign(n, -1);
+  }
   for (size_t i = 0; i < n; ++i) {
     const ChunkTransfer& t = transfers[i];
     for (int64_t p : {t.src, t.dst}) {
@@ -24,7 +30,16 @@ ScheduleIndex IndexSchedule(const Schedule& schedule) {
     }
     index.nodes[i].step = t.local() ? -1 : t.step;
     index.deps[i] = t.num_deps;
-    if (t.num_deps == 0) index.roots.push_back(static_cast<int32_t>(i));
+    if (!queued.empty() && queued[i] >= 0) {
+      const size_t q = static_cast<size_t>(queued[i]);
+      if (q >= i || transfers[q].local() || index.queue_next[q] >= 0) {
+        throw Error("schedule: transfer " + std::to_string(i) + " is queued after " +
+                    std::to_string(q) + ", not an earlier network transfer free to queue it");
+      }
+      index.queue_next[q] = static_cast<int32_t>(i);
+      ++index.deps[i];
+    }
+    if (index.deps[i] == 0) index.roots.push_back(static_cast<int32_t>(i));
     for (int32_t d : Deps(schedule, i)) ++index.nodes[static_cast<size_t>(d)].num_successors;
     ++index.touches[static_cast<size_t>(t.src)];
     if (t.dst != t.src) ++index.touches[static_cast<size_t>(t.dst)];

@@ -150,6 +150,7 @@ class TorusGroupBuilder {
     const int64_t rotations = static_cast<int64_t>(orders_.size());
     for (int64_t r = 0; r < rotations; ++r) {
       order_ = orders_[static_cast<size_t>(r)];
+      channel_ = 2 * static_cast<int>(r);  // its two ring directions' send queues
       SetUpSlots(r);
       int step = 0;
       if (kind_ != CollectiveKind::kAllGather) {
@@ -288,9 +289,11 @@ class TorusGroupBuilder {
         ring[static_cast<size_t>(q)] = group_[static_cast<size_t>(box_.MemberAt(c))];
       }
       if (reduce) {
-        RingReduceScatter(builder_, ring, it->second, buffer, step0, context_.options.chunks, true);
+        RingReduceScatter(builder_, ring, it->second, buffer, step0, context_.options.chunks, true,
+                          queues_, channel_);
       } else {
-        RingAllGather(builder_, ring, it->second, buffer, step0, context_.options.chunks, true);
+        RingAllGather(builder_, ring, it->second, buffer, step0, context_.options.chunks, true,
+                      queues_, channel_);
       }
     }
     return step0 + static_cast<int>(size) - 1;
@@ -308,6 +311,8 @@ class TorusGroupBuilder {
   std::vector<double> shares_;               // per rotation: its share of the data
   std::vector<size_t> order_;  // the current rotation's axis indices in reduce-scatter phase order
   std::vector<Range> slots_;   // [group index]
+  int channel_ = 0;            // the current rotation's first send-queue channel
+  SendQueues queues_;
 };
 
 }  // namespace

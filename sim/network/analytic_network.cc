@@ -82,16 +82,22 @@ void AnalyticNetwork::FlushBatch() const {
   // order: walking the parts in start order, a link's backlog after a part is max(backlog, now)
   // plus the part's time on it (the max matters only at a link's first part of the batch).
   end_.assign(pending_ids_.size(), now);
+  sent_.assign(pending_ids_.size(), now);
   for (const Part& part : pending_) {
     Time& e = end_[static_cast<size_t>(part.transfer)];
+    Time& out = sent_[static_cast<size_t>(part.transfer)];
     for (int32_t i = 0; i < part.n; ++i) {
       const size_t l = static_cast<size_t>(part_links_[static_cast<size_t>(part.first + i)]);
       Time& sent = backlog_[l];
       sent = std::max(sent, now) + TransferTime(Bytes{part.bytes}, BytesPerSecond{links[l].bandwidth.value});
       e = std::max(e, sent + Time::Picos(part.latency_ps));
+      out = std::max(out, sent);
     }
   }
-  for (size_t i = 0; i < pending_ids_.size(); ++i) completions_.Push(end_[i].picos(), pending_ids_[i]);
+  for (size_t i = 0; i < pending_ids_.size(); ++i) {
+    completions_.Push(end_[i].picos(), pending_ids_[i]);
+    sends_.Push(sent_[i].picos(), pending_ids_[i]);
+  }
   pending_.clear();
   part_links_.clear();
   pending_ids_.clear();
@@ -99,7 +105,8 @@ void AnalyticNetwork::FlushBatch() const {
 
 Time AnalyticNetwork::NextEventTime() const {
   FlushBatch();
-  return completions_.empty() ? Time::Max() : Time::Picos(completions_.TopKey());
+  const Time done = completions_.empty() ? Time::Max() : Time::Picos(completions_.TopKey());
+  return sends_.empty() ? done : std::min(done, Time::Picos(sends_.TopKey()));
 }
 
 std::vector<TransferId> AnalyticNetwork::Advance(Time t) {
@@ -108,7 +115,15 @@ std::vector<TransferId> AnalyticNetwork::Advance(Time t) {
   std::vector<TransferId> done;
   while (!completions_.empty() && completions_.TopKey() == t.picos()) done.push_back(completions_.Pop());
   internal::SortTransferIds(done);
+  while (!sends_.empty() && sends_.TopKey() == t.picos()) sent_now_.push_back(sends_.Pop());
   return done;
+}
+
+std::vector<TransferId> AnalyticNetwork::TakeSent() {
+  std::vector<TransferId> sent;
+  sent.swap(sent_now_);
+  internal::SortTransferIds(sent);
+  return sent;
 }
 
 }  // namespace podsim::sim

@@ -36,6 +36,8 @@ class AnalyticNetwork : public NetworkModel {
   void Start(TransferId id, int64_t src_core, int64_t dst_core, Bytes bytes, Time now) override;
   Time NextEventTime() const override;
   std::vector<TransferId> Advance(Time t) override;
+  // A transfer is sent when the last of its links has sent its bytes (its end before latency).
+  std::vector<TransferId> TakeSent() override;
   const std::vector<double>& LinkBytes() const override { return link_bytes_; }
 
   // Duration of one transfer on an idle pod: the alpha-beta time (see above).
@@ -61,7 +63,8 @@ class AnalyticNetwork : public NetworkModel {
   mutable std::vector<Part> pending_;
   mutable std::vector<int32_t> part_links_;      // the parts' links, concatenated
   mutable std::vector<TransferId> pending_ids_;  // every transfer of the batch, in start order
-  mutable std::vector<Time> end_;  // FlushBatch's scratch: per transfer of the batch
+  mutable std::vector<Time> end_;                // FlushBatch's scratch: per transfer of the batch
+  mutable std::vector<Time> sent_;               // the same, without the latency
   // Start's routing buffers (Topology::RouteSplitInto) and byte split.
   std::vector<topo::Topology::WeightedPath> route_paths_;
   std::vector<int64_t> split_parts_;
@@ -70,6 +73,8 @@ class AnalyticNetwork : public NetworkModel {
   // Transfers by completion time (ps): a radix queue, since every transfer may have its own time
   // (a map node per time made an all-to-all over 2048 partitions take 14 s).
   mutable RadixQueue<TransferId> completions_;
+  mutable RadixQueue<TransferId> sends_;  // transfers by the time their last byte is sent
+  std::vector<TransferId> sent_now_;      // sent at the last Advance
 };
 
 }  // namespace podsim::sim

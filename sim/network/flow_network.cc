@@ -136,6 +136,17 @@ void FlowNetwork::Impl::SubflowDone(TransferId id, int32_t slot, int64_t done_ps
   }
 }
 
+std::vector<TransferId> FlowNetwork::Impl::TakeSent() {
+  std::vector<TransferId> sent;
+  sent.swap(sent_);
+  internal::SortTransferIds(sent);
+  return sent;
+}
+
+void FlowNetwork::Impl::SubflowSent(TransferId id, int32_t slot) {
+  if (slot == kNoSlot || --slots_[static_cast<size_t>(slot)].unsent == 0) sent_.push_back(id);
+}
+
 void FlowNetwork::Impl::Start(TransferId id, int64_t src_core, int64_t dst_core, Bytes bytes, Time now) {
   if (batch_open_ && now.picos() != batch_ps_) Flush();
   if (!batch_open_) {
@@ -171,11 +182,14 @@ void FlowNetwork::Impl::Start(TransferId id, int64_t src_core, int64_t dst_core,
     }
     slot = free_slots_.back();
     free_slots_.pop_back();
-    slots_[static_cast<size_t>(slot)] = MultiSlot{id, static_cast<int32_t>(num_paths), batch_ps_};
+    slots_[static_cast<size_t>(slot)] =
+        MultiSlot{id, static_cast<int32_t>(num_paths), static_cast<int32_t>(num_paths), batch_ps_};
   }
   for (size_t p = 0; p < num_paths; ++p) {
     if (paths[p].links.empty() || parts[p] == 0) {
-      // Nothing to move over links: done after the path's latency (0 for the same core).
+      // Nothing to move over links: sent now (reported with the next Advance), done after the
+      // path's latency (0 for the same core).
+      SubflowSent(id, slot);
       SubflowDone(id, slot, batch_ps_ + internal::PathLatencyPs(topology_, paths[p].links));
       continue;
     }
@@ -270,6 +284,7 @@ double FlowNetwork::Impl::FinishAt(int64_t t) {
     std::vector<TransferId>* bucket = nullptr;
     for (int32_t m = k.first_member; m >= 0; m = member_next_[static_cast<size_t>(m)]) {
       const int32_t slot = member_slots_[static_cast<size_t>(m)];
+      SubflowSent(member_ids_[static_cast<size_t>(m)], slot);
       if (slot != kNoSlot) {
         SubflowDone(member_ids_[static_cast<size_t>(m)], slot, t + k.latency_ps);
         continue;
@@ -473,6 +488,7 @@ void FlowNetwork::Start(TransferId id, int64_t src_core, int64_t dst_core, Bytes
 }
 Time FlowNetwork::NextEventTime() const { return impl_->NextEventTime(); }
 std::vector<TransferId> FlowNetwork::Advance(Time t) { return impl_->Advance(t); }
+std::vector<TransferId> FlowNetwork::TakeSent() { return impl_->TakeSent(); }
 const std::vector<double>& FlowNetwork::LinkBytes() const { return impl_->LinkBytes(); }
 FlowNetwork::Stats FlowNetwork::stats() const { return impl_->stats(); }
 std::vector<double> FlowNetwork::LinkRates() const { return impl_->LinkRates(); }

@@ -77,6 +77,8 @@ class FlowNetwork : public NetworkModel {
   void Start(TransferId id, int64_t src_core, int64_t dst_core, Bytes bytes, Time now) override;
   Time NextEventTime() const override;
   std::vector<TransferId> Advance(Time t) override;
+  // A flow is sent when its data ends (FinishAt), before the path's latency.
+  std::vector<TransferId> TakeSent() override;
   const std::vector<double>& LinkBytes() const override;
 
   Stats stats() const;

@@ -21,6 +21,7 @@ class FlowNetwork::Impl {
   void Start(TransferId id, int64_t src_core, int64_t dst_core, Bytes bytes, Time now);
   Time NextEventTime();
   std::vector<TransferId> Advance(Time t);
+  std::vector<TransferId> TakeSent();
   const std::vector<double>& LinkBytes();
   std::vector<double> LinkRates();
   Stats stats() const {
@@ -47,6 +48,7 @@ class FlowNetwork::Impl {
   struct MultiSlot {
     TransferId id = 0;
     int32_t pending = 0;  // sub-flows not yet done
+    int32_t unsent = 0;   // sub-flows whose data has not all left the source
     int64_t done_ps = 0;  // latest sub-flow completion so far
   };
   // Cache entry: a recent class of the batch and the top bits of its hash.
@@ -63,6 +65,7 @@ class FlowNetwork::Impl {
   // The class of the batch with this path and size per flow, created if not found.
   int32_t FindOrCreateClass(const std::vector<int64_t>& path, int64_t bytes, int64_t dst_core);
   void SubflowDone(TransferId id, int32_t slot, int64_t done_ps);
+  void SubflowSent(TransferId id, int32_t slot);
   void CheckClockRange(int64_t t, double remaining) const;
   // Moves the pending batch into the active set and refills all rates at the batch time.
   void Flush();
@@ -124,6 +127,7 @@ class FlowNetwork::Impl {
   std::vector<double> done_bytes_;  // per link: bytes of finished classes
   std::vector<double> link_bytes_;  // LinkBytes() result
   internal::CompletionQueue completions_;
+  std::vector<TransferId> sent_;  // sent since the last TakeSent
   internal::MaxMinFiller filler_;
   PodVector<int32_t> fill_set_;
   // Connected components. Max-min fair rates decompose over the connected components of the

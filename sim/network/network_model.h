@@ -36,6 +36,11 @@ class NetworkModel {
   // Advances to time t (model time <= t <= NextEventTime()); returns the transfers that completed
   // at t, ascending. Throws podsim::Error if t would skip an event.
   virtual std::vector<TransferId> Advance(Time t) = 0;
+  // The transfers whose last byte left the source at the time of the last Advance, ascending,
+  // each reported once (call after Advance): from then on the source's send queue may start its
+  // next message, while the bytes are still in flight (delivery follows after the path's latency).
+  // Every transfer is reported, at the latest when it completes; NextEventTime covers these times.
+  virtual std::vector<TransferId> TakeSent() = 0;
   // Bytes each directed link (by id) has carried so far; see each model for when bytes count.
   virtual const std::vector<double>& LinkBytes() const = 0;
 };

@@ -48,7 +48,8 @@ void PacketNetwork::Start(TransferId id, int64_t src_core, int64_t dst_core, Byt
     slot = static_cast<int32_t>(slots_.size());
     slots_.emplace_back();
   }
-  slots_[static_cast<size_t>(slot)] = TransferSlot{id, static_cast<int32_t>(paths.size())};
+  slots_[static_cast<size_t>(slot)] =
+      TransferSlot{id, static_cast<int32_t>(paths.size()), static_cast<int32_t>(paths.size())};
   for (size_t p = 0; p < paths.size(); ++p) {
     int32_t s;
     if (!free_streams_.empty()) {
@@ -74,6 +75,7 @@ void PacketNetwork::Start(TransferId id, int64_t src_core, int64_t dst_core, Byt
     stream.delivered = 0;
     if (stream.links.empty()) {
       Push(now.picos(), EventKind::kStreamDone, s);  // same core: nothing to move
+      OnSent(slot);                                  // (reported with the next Advance)
     } else {
       Inject(s, now.picos());
     }
@@ -116,7 +118,11 @@ void PacketNetwork::OnArrive(int32_t packet_index, int64_t now_ps) {
   link_busy_ps_[l] += serialise;
   if (packet.hop == 0) {
     const Stream& stream = streams_[static_cast<size_t>(packet.stream)];
-    if (stream.injected < stream.packets) Inject(packet.stream, start);
+    if (stream.injected < stream.packets) {
+      Inject(packet.stream, start);
+    } else {
+      Push(end, EventKind::kSent, stream.slot);  // the stream's last packet leaves the source
+    }
   }
   // Inject may grow packets_: refer to the packet by index from here on.
   Packet& moved = packets_[static_cast<size_t>(packet_index)];
@@ -152,7 +158,9 @@ std::vector<TransferId> PacketNetwork::Advance(Time t) {
     ++events_processed_;
     // Simultaneous events are the common case on symmetric traffic: start loading the next
     // ones' packets and paths, scattered in memory, while this one is handled.
-    if (const Event* next = events_.PeekSameKey(8); next != nullptr && next->kind != EventKind::kStreamDone) {
+    if (const Event* next = events_.PeekSameKey(8);
+        next != nullptr &&
+        (next->kind == EventKind::kArrive || next->kind == EventKind::kDeliver)) {
       __builtin_prefetch(&packets_[static_cast<size_t>(next->index)]);
     }
     if (const Event* next = events_.PeekSameKey(3); next != nullptr && next->kind == EventKind::kArrive) {
@@ -173,10 +181,25 @@ std::vector<TransferId> PacketNetwork::Advance(Time t) {
       case EventKind::kStreamDone:
         OnStreamDone(event.index, &done);
         break;
+      case EventKind::kSent:
+        OnSent(event.index);
+        break;
     }
   }
   std::sort(done.begin(), done.end());
   return done;
+}
+
+void PacketNetwork::OnSent(int32_t slot) {
+  TransferSlot& transfer = slots_[static_cast<size_t>(slot)];
+  if (--transfer.unsent == 0) sent_.push_back(transfer.id);
+}
+
+std::vector<TransferId> PacketNetwork::TakeSent() {
+  std::vector<TransferId> sent;
+  sent.swap(sent_);
+  std::sort(sent.begin(), sent.end());
+  return sent;
 }
 
 }  // namespace podsim::sim

@@ -43,6 +43,8 @@ class PacketNetwork : public NetworkModel {
   void Start(TransferId id, int64_t src_core, int64_t dst_core, Bytes bytes, Time now) override;
   Time NextEventTime() const override;
   std::vector<TransferId> Advance(Time t) override;
+  // A transfer is sent when the last packet of each of its paths has left the first link.
+  std::vector<TransferId> TakeSent() override;
   const std::vector<double>& LinkBytes() const override { return link_bytes_; }
 
   // Picoseconds each link spent serialising packets so far.
@@ -73,8 +75,10 @@ class PacketNetwork : public NetworkModel {
   struct TransferSlot {
     TransferId id = 0;
     int32_t pending = 0;  // streams not yet delivered
+    int32_t unsent = 0;   // streams whose last packet has not left the source
   };
-  enum class EventKind : uint8_t { kArrive, kDeliver, kStreamDone };
+  // kSent: a stream's last packet has left its first link (index: the transfer's slot).
+  enum class EventKind : uint8_t { kArrive, kDeliver, kStreamDone, kSent };
   struct Event {
     EventKind kind;
     int32_t index;  // packet (kArrive, kDeliver) or stream (kStreamDone)
@@ -96,6 +100,8 @@ class PacketNetwork : public NetworkModel {
 
   Time time_;
   int64_t events_processed_ = 0;
+  std::vector<TransferId> sent_;  // sent since the last TakeSent
+  void OnSent(int32_t slot);
   // By time, equal times in push order. Mutable: finding the next time may move entries between
   // its buckets.
   mutable RadixQueue<Event> events_;

@@ -151,10 +151,12 @@ TEST_CASE("alpha-beta agrees with the flow model on rings and torus phases") {
   // torus phases on wrapped axes (lines use disjoint links), see no contention: the flow model
   // must match the closed form up to picosecond rounding (0.1%). So must a unidirectional ring
   // on a line (its closing hop runs on the links the ring does not use). Upper estimates that
-  // the flow model undercuts by at most 12%: bidirectional rings on a line (the closed form
+  // the flow model undercuts by at most 15%: bidirectional rings on a line (the closed form
   // counts full contention on the shared closing path) and rings through the cores of a chip
-  // (the closed form runs every step at the slowest link's pace), and torus phases after the
-  // core phase (half of a piece may be complete, and start, before the previous phase ends).
+  // (the closed form runs every step at the slowest link's pace and latency, while each ICI
+  // edge's send queue sends its chunks back to back and the dependency chain crosses an ICI hop
+  // only every other step), and torus phases after the core phase (half of a piece may be
+  // complete, and start, before the previous phase ends).
   // Near (within 10% either way): the torus algorithm on a mesh. Its two rotations run the same
   // phases on the other axis; on lines their closing paths make the rings' steps drift, so one
   // rotation's second phase can overlap the other's first phase on the same links, contention the
@@ -208,7 +210,7 @@ TEST_CASE("alpha-beta agrees with the flow model on rings and torus phases") {
             EstimateAlphaBeta(AnalyticInputFor(spec, *c.topology, algorithm)).seconds * 1e6;
         const double flow = FlowMicros(*c.topology, spec, algorithm);
         CHECK(flow <= expected * 1.001);
-        CHECK(flow >= expected * 0.88);
+        CHECK(flow >= expected * 0.85);
       }
       for (const std::string& algorithm : c.near) {
         INFO(c.topology->name() << " " << CollectiveKindName(kind) << " " << algorithm);

@@ -211,5 +211,56 @@ TEST_CASE("cross-fidelity: packet all-to-all on 16x16 trails the flow model by i
   CHECK(p <= 1.2 * f);
 }
 
+TEST_CASE("every model reports when a transfer's last byte left its source (TakeSent)") {
+  // A line 0 -> 1 -> 2 of 1e11 B/s links with 1 us of flight each; 1 MB from chip 0 to chip 2.
+  // Sent when its bytes have crossed: 1e6 / 1e11 = 10 us (the packet model's cut-through
+  // packets leave the first link back to back, the last at 10 us too); delivered 2 us later.
+  // A second transfer 0 -> 1 of 0.5 MB started with it shares link 0 -> 1: under max-min both
+  // get 5e10 B/s, so it is sent at 10 us and the 1 MB one at 15 us (flow); the analytic model
+  // lets them take turns in start order (sent at 10 and 15 us), and the packet model's FIFO
+  // interleaves their packets round-robin (as flow).
+  testing::HandTopology line(3);
+  const int64_t a = line.AddLink(0, 1, 1e11, testing::kPsPerMicro);
+  const int64_t b = line.AddLink(1, 2, 1e11, testing::kPsPerMicro);
+  line.SetRoute(0, 2, {a, b});
+  line.SetRoute(0, 1, {a});
+  const int64_t us = testing::kPsPerMicro;
+  struct Expect {
+    std::string model;
+    int64_t alone_sent, alone_done, long_sent, short_sent;
+  };
+  for (const Expect& e : {Expect{"flow", 10 * us, 12 * us, 15 * us, 10 * us},
+                          Expect{"analytic", 10 * us, 12 * us, 10 * us, 15 * us},
+                          Expect{"packet", 10 * us, 12 * us, 15 * us, 10 * us}}) {
+    CAPTURE(e.model);
+    NetworkOptions options;
+    options.packet.packet_bytes = 1000;
+    {
+      auto net = MakeNetworkModel(e.model, line, options);
+      net->Start(7, 0, 2, Bytes{1'000'000}, Time());
+      std::map<TransferId, Time> sent, done;
+      for (Time t = net->NextEventTime(); t != Time::Max(); t = net->NextEventTime()) {
+        for (TransferId id : net->Advance(t)) done[id] = t;
+        for (TransferId id : net->TakeSent()) sent[id] = t;
+      }
+      CHECK(testing::NearPs(sent.at(7), e.alone_sent, 1000));
+      CHECK(testing::NearPs(done.at(7), e.alone_done, 1000));
+    }
+    auto net = MakeNetworkModel(e.model, line, options);
+    net->Start(1, 0, 2, Bytes{1'000'000}, Time());
+    net->Start(2, 0, 1, Bytes{500'000}, Time());
+    std::map<TransferId, Time> sent;
+    for (Time t = net->NextEventTime(); t != Time::Max(); t = net->NextEventTime()) {
+      net->Advance(t);
+      for (TransferId id : net->TakeSent()) {
+        CHECK(sent.count(id) == 0);  // reported once
+        sent[id] = t;
+      }
+    }
+    CHECK(testing::NearPs(sent.at(1), e.long_sent, 1000));
+    CHECK(testing::NearPs(sent.at(2), e.short_sent, 1000));
+  }
+}
+
 }  // namespace
 }  // namespace podsim::sim
