@@ -29,6 +29,7 @@ const std::map<std::string, Runner>& Runners() {
       {"training_step", {RunTrainingStep, CheckTrainingStep}},
       {"sweep", {RunSweep, CheckSweep}},
       {"routing_skew", {RunRoutingSkew, CheckRoutingSkew}},
+      {"spatial_partitioning", {RunSpatialPartitioning, CheckSpatialPartitioning}},
   };
   return runners;
 }

@@ -50,6 +50,7 @@ RunSummary RunParameterCount(const ExperimentContext& ctx);
 RunSummary RunTrainingStep(const ExperimentContext& ctx);
 RunSummary RunSweep(const ExperimentContext& ctx);
 RunSummary RunRoutingSkew(const ExperimentContext& ctx);
+RunSummary RunSpatialPartitioning(const ExperimentContext& ctx);
 // An MPI rank other than 0: runs the points rank 0 hands out (experiments/distributed.h).
 void RunSweepWorker(const ExperimentContext& ctx);
 void CheckCollectiveSweep(const nlohmann::json& config);
@@ -59,5 +60,6 @@ void CheckParameterCount(const nlohmann::json& config);
 void CheckTrainingStep(const nlohmann::json& config);
 void CheckSweep(const nlohmann::json& config);
 void CheckRoutingSkew(const nlohmann::json& config);
+void CheckSpatialPartitioning(const nlohmann::json& config);
 
 }  // namespace podsim::experiments

@@ -161,7 +161,106 @@ HaloGeometry Geometry(const Instruction& i, const WindowedDim& w, int64_t tiles)
 
 }  // namespace
 
+// The kernel of a convolution split along its spatial dims, as the weight gradient of a
+// spatially partitioned convolution has it (ir/autodiff_rules.cc: the input convolved with the
+// output's adjoint as the kernel, whose spatial dims are the split ones). Per spatial dim the
+// result is out[r] = sum over taps t of x_dilated_padded[r * stride + t * window_dilation] k[t];
+// tile c of the kernel holds taps [c * To, (c + 1) * To), so partition c can sum its own taps
+// if it has the x positions they read: x tile c plus halos. That is a windowed op in which
+// the taps play the outputs (extent O, To per tile) and the output positions r play the
+// window (size R, stride window_dilation, window dilation stride): PlanHalo plans it, the
+// halo is exchanged like a forward convolution's, and each partition convolves its buffer
+// with its kernel tile into a partial result over the whole output, AllReduced later (XLA's
+// "window-contracting" convolution; GShard Table 4's O(1) AllReduce of a weight gradient).
+// The kernel's padding taps (an uneven last tile) are zeroed first.
+std::optional<ShardedValue> SpmdVisitor::HandleKernelSplitConvolution(const Instruction& i) {
+  if (i.opcode != Opcode::kConvolution || i.feature_group_count != 1) return std::nullopt;
+  const ir::ConvDims& cd = i.conv;
+  const ShardedValue& kv = Operand(i, 1);
+  if (kv.layout.partial() != 1) return std::nullopt;
+  const Shape& x = i.operands[0]->shape;
+  const Shape& k = i.operands[1]->shape;
+  std::vector<int64_t> kernel_keep(k.rank(), -1);
+  std::vector<size_t> split;  // spatial indices s whose kernel dim is split
+  for (size_t s = 0; s < cd.kernel_spatial.size(); ++s) {
+    const int64_t kd = cd.kernel_spatial[s];
+    if (kv.layout.tiles(kd) == 1) continue;
+    // Every tile must hold a real tap, so that no partition sums padding alone.
+    const int64_t t = kv.layout.tiles(kd), to = ShardExtent(k.dims[kd], t);
+    if ((t - 1) * to >= k.dims[kd]) return std::nullopt;
+    kernel_keep[kd] = kd;
+    split.push_back(s);
+  }
+  if (split.empty()) return std::nullopt;
+  const int64_t n = options_.num_partitions;
+  const TileLayout k_layout = kv.layout.Projected(kernel_keep);
+  std::vector<std::pair<const TileLayout*, int64_t>> x_picks(x.rank(), {nullptr, 0});
+  std::vector<int64_t> partial_dims;
+  for (size_t s : split) {
+    x_picks[cd.input_spatial[s]] = {&k_layout, cd.kernel_spatial[s]};
+    partial_dims.push_back(cd.kernel_spatial[s]);
+  }
+  const std::optional<TileLayout> x_layout = TileLayout::FromPicks(x_picks, n);
+  if (!x_layout) return std::nullopt;
+  std::vector<HaloGeometry> geometry;
+  std::vector<HaloPlan> plans;
+  for (size_t s : split) {
+    const ir::WindowDim& w = i.window[s];
+    HaloGeometry g;
+    g.tiles = k_layout.tiles(cd.kernel_spatial[s]);
+    g.in_extent = x.dims[cd.input_spatial[s]];
+    g.in_shard = ShardExtent(g.in_extent, g.tiles);
+    g.out_extent = k.dims[cd.kernel_spatial[s]];
+    g.out_shard = ShardExtent(g.out_extent, g.tiles);
+    g.window = ir::WindowDim{i.shape.dims[cd.output_spatial[s]],
+                             w.window_dilation,
+                             w.pad_low,
+                             w.pad_high,
+                             w.base_dilation,
+                             w.stride};
+    std::optional<HaloPlan> plan = PlanHalo(g);
+    if (!plan) return std::nullopt;
+    geometry.push_back(g);
+    plans.push_back(std::move(*plan));
+  }
+
+  Instruction* xl = OperandAs(i, 0, *x_layout).local;
+  Instruction* kl = OperandAs(i, 1, k_layout).local;
+  ir::Builder& b = sb().b();
+  const ir::DType dtype = x.dtype;
+  Instruction* zero = sb().Scalar(dtype, 0);
+  std::unique_ptr<Instruction> li = std::make_unique<Instruction>(i);
+  for (size_t j = 0; j < split.size(); ++j) {
+    const size_t s = split[j];
+    const HaloGeometry& g = geometry[j];
+    const HaloPlan& plan = plans[j];
+    const int64_t kd = cd.kernel_spatial[s];
+    xl = ExchangeHalo(sb(), resharder_, xl, cd.input_spatial[s], *x_layout, cd.input_spatial[s], g,
+                      plan, zero, {i.name, "operand 0", ""});
+    if (g.out_shard * g.tiles != g.out_extent) {
+      // Tap positions past the kernel's extent (the last tile's padding) contribute nothing.
+      const Shape index(ir::DType::kS32, kl->shape.dims);
+      Instruction* tap =
+          b.Add(b.Iota(index, kd),
+                b.BroadcastScalar(b.Mul(sb().TileCoord(k_layout, kd), sb().S32(g.out_shard)),
+                                  index.dims));
+      Instruction* real = b.Compare(tap, b.BroadcastScalar(sb().S32(g.out_extent), index.dims),
+                                    ir::Comparison::kLt);
+      kl = b.Select(real, kl, b.BroadcastScalar(zero, kl->shape.dims));
+    }
+    // The plan's window, taps and positions swapped back into the convolution's roles.
+    const ir::WindowDim& p = plan.local;
+    li->window[s] = ir::WindowDim{g.out_shard, p.window_dilation, p.pad_low,
+                                  p.pad_high,  p.base_dilation,   p.stride};
+  }
+  const TileLayout out_layout =
+      k_layout.Projected(std::vector<int64_t>(i.shape.rank(), -1), partial_dims);
+  Instruction* local = CloneLocal(*li, {xl, kl}, i.shape);
+  return ShardedValue{local, i.shape, out_layout};
+}
+
 ShardedValue SpmdVisitor::HandleWindowed(const Instruction& i) {
+  if (std::optional<ShardedValue> v = HandleKernelSplitConvolution(i)) return *v;
   const WindowOp op = Describe(i);
   const int64_t out_rank = i.shape.rank();
   std::vector<bool> passed(out_rank, false);

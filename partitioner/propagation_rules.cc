@@ -196,6 +196,10 @@ class LinkVisitor : public ir::ConstVisitor<OperandLinks> {
     if (k_ == 0) {
       l.links.push_back({cd.input_batch, cd.output_batch, false});
       for (size_t s = 0; s < cd.input_spatial.size(); ++s) {
+        // A window wider than the output (a weight gradient: the adjoint as the kernel, the
+        // kernel's taps as the output) sums over the input rather than sliding along it: an
+        // input split becomes a partial sum (handlers_window.cc), not a split output.
+        if (i_.window[s].size > i_.shape.dims[cd.output_spatial[s]]) continue;
         const bool windowed = !TrivialWindow(i_.window[s]);
         l.links.push_back({cd.input_spatial[s], cd.output_spatial[s], windowed});
       }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -110,6 +111,9 @@ class SpmdVisitor : private ir::ConstVisitor<PartitionedValue> {
   // handlers_window.cc: convolution, reduce-window, pad, slice; halo exchange along split
   // windowed dims (partitioner/halo.h).
   ShardedValue HandleWindowed(const ir::Instruction& i);
+  // A convolution whose kernel is split along spatial dims (the weight gradient of a spatially
+  // partitioned convolution): partial results + AllReduce; nullopt when it does not apply.
+  std::optional<ShardedValue> HandleKernelSplitConvolution(const ir::Instruction& i);
   PartitionedValue HandleSlice(const ir::Instruction& i) override { return HandleWindowed(i); }
   PartitionedValue HandlePad(const ir::Instruction& i) override { return HandleWindowed(i); }
   PartitionedValue HandleConvolution(const ir::Instruction& i) override {

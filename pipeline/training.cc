@@ -28,6 +28,43 @@ std::unique_ptr<ir::Module> PartitionedStep(const ir::Module& loss, const std::s
 
 }  // namespace
 
+ConvTrainingRun RunConvNetTraining(const models::ConvNetConfig& model,
+                                   const models::OptimizerConfig& optimizer,
+                                   const topo::Topology& topology, const sim::SimOptions& options) {
+  const int64_t cores = topology.num_cores();
+  if (model.num_devices() != cores) {
+    throw Error("the model's mesh " + std::to_string(model.mesh_rows) + "x" +
+                std::to_string(model.mesh_cols) + " has " + std::to_string(model.num_devices()) +
+                " partitions, topology '" + topology.name() + "' has " + std::to_string(cores) +
+                " cores");
+  }
+  const std::unique_ptr<ir::Module> loss = models::BuildConvNetLoss(model);
+  ConvTrainingRun run;
+  const std::vector<std::string> weights = models::ConvNetWeights(*loss);
+  for (const auto* p : loss->entry()->parameters()) {
+    for (const std::string& w : weights) {
+      if (p->name == w) run.parameters += p->shape.NumElements();
+    }
+  }
+  run.model_flops = 3 * ir::AnalyzeCost(*loss).per_unit[static_cast<int>(ir::Unit::kMatrix)].flops;
+  models::TrainingStepOptions step_options = models::StepOptions(cores);
+  step_options.return_gradients = false;
+  const models::TrainingStep step =
+      models::BuildTrainingStep(*loss, weights, optimizer, step_options);
+  const std::unique_ptr<ir::Module> spmd =
+      std::move(partitioner::PropagateAndPartition(*step.module, cores).module);
+  sim::SimOptions run_options = options;
+  run_options.num_partitions = cores;
+  run.result = sim::Simulate(*spmd, topology, run_options);
+  for (const sim::CollectiveResult& c : run.result.collectives) {
+    ConvTrainingRun::Traffic& t = run.traffic[c.kind];
+    t.count += c.executions;
+    t.bytes += c.bytes * c.executions;
+    t.time_us += c.mean.micros() * static_cast<double>(c.executions);
+  }
+  return run;
+}
+
 std::optional<ir::LoopRemat> ParseRematChoice(const std::string& name) {
   if (name == "auto") return std::nullopt;
   return ir::ParseLoopRemat(name);

@@ -13,11 +13,13 @@
 // memory remat saves is always reported.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "ir/autodiff.h"
+#include "models/conv_net.h"
 #include "models/gshard_model.h"
 #include "models/optimizer.h"
 #include "sim/program/run_result.h"
@@ -54,6 +56,27 @@ TrainingRun RunTraining(const models::GShardModelConfig& model,
                         const models::OptimizerConfig& optimizer,
                         std::optional<ir::LoopRemat> remat, const topo::Topology& topology,
                         const sim::SimOptions& options);
+
+// The spatially partitioned convolutional network's training step (models/conv_net.h) on every
+// core of a pod: its mesh_rows x mesh_cols spatial partitions are the topology's cores (numbered
+// row-major: on a TPU slice, rows along the chip grid's first dim and columns along its second
+// with the chip's cores adjacent, so halo partners are a hop or a chip apart). Per-device
+// communication is summed from the simulation's collectives by kind.
+struct ConvTrainingRun {
+  int64_t parameters = 0;
+  double model_flops = 0;  // 3 x the forward pass's convolution and matmul FLOPs, all devices
+  sim::RunResult result;
+  struct Traffic {
+    int64_t count = 0;   // executions per device
+    int64_t bytes = 0;   // per device, input bytes summed over executions
+    double time_us = 0;  // summed mean time per execution
+  };
+  std::map<std::string, Traffic> traffic;  // by collective kind ("collective-permute", ...)
+};
+// Throws podsim::Error when the mesh does not cover the topology's cores.
+ConvTrainingRun RunConvNetTraining(const models::ConvNetConfig& model,
+                                   const models::OptimizerConfig& optimizer,
+                                   const topo::Topology& topology, const sim::SimOptions& options);
 
 // "auto" -> nullopt, else ir::ParseLoopRemat; the accepted names for a config's choice.
 std::optional<ir::LoopRemat> ParseRematChoice(const std::string& name);

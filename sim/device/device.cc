@@ -134,10 +134,31 @@ double MatrixEfficiency(const ir::Instruction& instr, int64_t matrix_tile) {
            std::max(PaddedFraction(n, matrix_tile), PaddedFraction(m, matrix_tile));
   }
   if (instr.opcode == ir::Opcode::kConvolution) {
+    // Each kernel tap is a matmul of the input features (K) against the output features (the
+    // stationary extent), so both pad to the tile (the TPU rule: feature dims pad to 128).
+    const ir::ConvDims& cd = instr.conv;
     const auto& k = instr.operand(1)->shape.dims;
-    int64_t in_f = k[static_cast<size_t>(instr.conv.kernel_input_feature)];
-    int64_t out_f = k[static_cast<size_t>(instr.conv.kernel_output_feature)] /
+    int64_t in_f = k[static_cast<size_t>(cd.kernel_input_feature)];
+    int64_t out_f = k[static_cast<size_t>(cd.kernel_output_feature)] /
                     std::max<int64_t>(1, instr.feature_group_count);
+    // A window wider than the output (a weight gradient: the adjoint is the kernel, its taps
+    // every output position of the forward convolution) is a matmul whose contraction is the
+    // kernel's input feature times all its taps (the forward's batch and spatial positions) and
+    // whose free extents are the output's features and its lhs side (input batch x output
+    // positions): it runs as a dot, with the dot's rule.
+    bool contracting_window = false;
+    int64_t taps = 1, lhs_free = instr.shape.dims[static_cast<size_t>(cd.output_batch)];
+    for (size_t s = 0; s < cd.kernel_spatial.size(); ++s) {
+      const int64_t size = k[static_cast<size_t>(cd.kernel_spatial[s])];
+      const int64_t out = instr.shape.dims[static_cast<size_t>(cd.output_spatial[s])];
+      contracting_window = contracting_window || size > out;
+      taps *= size;
+      lhs_free *= out;
+    }
+    if (contracting_window && instr.feature_group_count == 1) {
+      return PaddedFraction(in_f * taps, matrix_tile) *
+             std::max(PaddedFraction(out_f, matrix_tile), PaddedFraction(lhs_free, matrix_tile));
+    }
     return PaddedFraction(in_f, matrix_tile) * PaddedFraction(out_f, matrix_tile);
   }
   return 1.0;

@@ -86,6 +86,50 @@ TEST_CASE("dims that do not fill the 128x128 tile waste work") {
   CHECK(MatrixEfficiency(*small.op, 128) == doctest::Approx(0.6103515625));
 }
 
+TEST_CASE("a convolution pads its features to the tile; a weight gradient runs as a dot") {
+  // 1D, input [batch 8, 64 positions, 64 features], kernel [3 taps, 64 in, 96 out], SAME:
+  // per tap a [8*64, 64] x [64, 96] matmul, both features pad to 128: (64/128) * (96/128).
+  ir::ConvDims cd;
+  cd.input_batch = 0;
+  cd.input_spatial = {1};
+  cd.input_feature = 2;
+  cd.kernel_spatial = {0};
+  cd.kernel_input_feature = 1;
+  cd.kernel_output_feature = 2;
+  cd.output_batch = 0;
+  cd.output_spatial = {1};
+  cd.output_feature = 2;
+  OneOp fwd;
+  Builder b(fwd.module->AddComputation("main", true));
+  auto* x = b.Parameter(0, Shape(DType::kBF16, {8, 64, 64}), "x");
+  auto* w = b.Parameter(1, Shape(DType::kBF16, {3, 64, 96}), "w");
+  fwd.op = b.Convolution(x, w, cd, {ir::WindowDim{3, 1, 1, 1, 1, 1}});
+  CHECK(MatrixEfficiency(*fwd.op, 128) == doctest::Approx(0.5 * 0.75));
+  // Its weight gradient as ir::Differentiate writes it: x with batch and features swapped
+  // ([64 in-features as batch, 64 positions, 8 images as features]) convolved with the adjoint
+  // [64 positions as taps, 8 images, 96 out] into [64, 3 taps, 96]: the window (64) is wider
+  // than the output (3). Contraction 8 images x 64 taps = 512 (fills 4 tiles); free extents
+  // 96 out-features (0.75) and 64 x 3 = 192 lhs rows (192/256 = 0.75): efficiency 0.75, where
+  // the per-tap rule would give (8/128) * 0.75.
+  ir::ConvDims gd;
+  gd.input_batch = 2;
+  gd.input_spatial = {1};
+  gd.input_feature = 0;
+  gd.kernel_spatial = {0};
+  gd.kernel_input_feature = 1;
+  gd.kernel_output_feature = 2;
+  gd.output_batch = 0;
+  gd.output_spatial = {1};
+  gd.output_feature = 2;
+  OneOp grad;
+  Builder g(grad.module->AddComputation("main", true));
+  auto* xs = g.Parameter(0, Shape(DType::kBF16, {8, 64, 64}), "x");
+  auto* dy = g.Parameter(1, Shape(DType::kBF16, {64, 8, 96}), "dy");
+  grad.op = g.Convolution(xs, dy, gd, {ir::WindowDim{64, 1, 1, 1, 1, 1}});
+  REQUIRE(grad.op->shape.dims == std::vector<int64_t>{64, 3, 96});
+  CHECK(MatrixEfficiency(*grad.op, 128) == doctest::Approx(0.75));
+}
+
 TEST_CASE("f32 matmuls run f32_matmul_passes bf16 passes") {
   // f32 [256,512] x [512,384] with 3 passes: 100.663296 us * 3 = 301.989888 us, + 1 us.
   DeviceSpec spec = HandSpec();
