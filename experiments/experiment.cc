@@ -30,6 +30,7 @@ const std::map<std::string, Runner>& Runners() {
       {"sweep", {RunSweep, CheckSweep}},
       {"routing_skew", {RunRoutingSkew, CheckRoutingSkew}},
       {"spatial_partitioning", {RunSpatialPartitioning, CheckSpatialPartitioning}},
+      {"dense_baseline", {RunDenseBaseline, CheckDenseBaseline}},
   };
   return runners;
 }

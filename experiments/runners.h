@@ -51,6 +51,7 @@ RunSummary RunTrainingStep(const ExperimentContext& ctx);
 RunSummary RunSweep(const ExperimentContext& ctx);
 RunSummary RunRoutingSkew(const ExperimentContext& ctx);
 RunSummary RunSpatialPartitioning(const ExperimentContext& ctx);
+RunSummary RunDenseBaseline(const ExperimentContext& ctx);
 // An MPI rank other than 0: runs the points rank 0 hands out (experiments/distributed.h).
 void RunSweepWorker(const ExperimentContext& ctx);
 void CheckCollectiveSweep(const nlohmann::json& config);
@@ -61,5 +62,6 @@ void CheckTrainingStep(const nlohmann::json& config);
 void CheckSweep(const nlohmann::json& config);
 void CheckRoutingSkew(const nlohmann::json& config);
 void CheckSpatialPartitioning(const nlohmann::json& config);
+void CheckDenseBaseline(const nlohmann::json& config);
 
 }  // namespace podsim::experiments

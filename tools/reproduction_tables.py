@@ -2,9 +2,12 @@
 """The tables of docs/reproduction.md, made from the results.csv of podsim's runs.
 
     tools/reproduction_tables.py --fig9 DIR --fig8 DIR --table1 DIR --table3 DIR --fig7 DIR
+        --dense_baseline DIR --spatial_partitioning DIR
         [--update docs/reproduction.md | --check docs/reproduction.md]
 
-Each DIR is the output of `podsim run experiments/gshard_<name>.json --out DIR`. Without
+Each DIR is the output of `podsim run experiments/gshard_<name>.json --out DIR` (of
+experiments/<name>.json for spatial_partitioning). The dense baseline's comparison with
+MoE(2048E, 36L) takes the MoE core-years from the Table 3 run when --table3 is given. Without
 --update or --check the tables are printed. In the document each table stands between
 `<!-- generated: NAME -->` and `<!-- end generated: NAME -->`; --update rewrites those blocks
 and nothing else, --check exits 1 naming each block that differs from the runs. Errors are
@@ -16,7 +19,11 @@ import csv
 import os
 import sys
 
-TABLES = ("fig9", "fig8", "table1", "table3", "fig7")
+TABLES = ("fig9", "fig8", "table1", "table3", "fig7", "dense_baseline", "spatial_partitioning")
+
+# The paper's T(96L) and MoE(2048E, 36L) core-years (its section 5 and Table 3).
+PAPER_DENSE_CORE_YEARS = 235.5
+PAPER_MOE_CORE_YEARS = 22.4
 
 
 def read_csv(run_dir):
@@ -200,10 +207,68 @@ def table1_table(rows):
     return markdown(header, table)
 
 
+def dense_table(rows, table3_rows=None):
+    """The GPipe grid, then the fastest point that fits against the paper's T(96L), and the
+    core-years ratio to MoE(2048E, 36L) (podsim's from the Table 3 run, when given)."""
+    header = ["stages", "micro-batches", "replicas", "micro-batch tokens", "step s", "bubble",
+              "peak GiB", "MFU", "core-years", "status"]
+    table, best = [], None
+    for r in rows:
+        if r["status"] != "ok":
+            table.append([r["stages"], r["micro_batches"], r["replicas"] or "-",
+                          r["micro_batch_tokens"] or "-", "-", "-", r["peak_gib"] or "-", "-",
+                          "-", r["status"]])
+            continue
+        step = number(r["step_s"])
+        if best is None or step < number(best["step_s"]):
+            best = r
+        table.append([r["stages"], r["micro_batches"], r["replicas"], r["micro_batch_tokens"],
+                      fixed(step, 3), fixed(number(r["bubble"]) * 100, 1) + "%",
+                      fixed(number(r["peak_gib"]), 2), fixed(number(r["mfu"]) * 100, 1) + "%",
+                      fixed(number(r["core_years"]), 1), r["status"]])
+    out = markdown(header, table)
+    if best is None:
+        return out + "\n\nNo point fits."
+    cy = number(best["core_years"])
+    summary = [["T(96L) core-years", fixed(cy, 1), fixed(PAPER_DENSE_CORE_YEARS, 1),
+                error_pct(cy, PAPER_DENSE_CORE_YEARS)]]
+    moe = next((m for m in table3_rows or [] if m["model"] == "2048E,36L" and m["status"] == "ok"),
+               None)
+    if moe is not None:
+        mcy = number(moe["core_years"])
+        ratio, paper_ratio = cy / mcy, PAPER_DENSE_CORE_YEARS / PAPER_MOE_CORE_YEARS
+        summary.append(["MoE(2048E, 36L) core-years", fixed(mcy, 1),
+                        fixed(PAPER_MOE_CORE_YEARS, 1), error_pct(mcy, PAPER_MOE_CORE_YEARS)])
+        summary.append(["dense / MoE core-years", fixed(ratio, 2), fixed(paper_ratio, 2),
+                        error_pct(ratio, paper_ratio)])
+    best_name = f"fastest point ({best['stages']} stages x {best['micro_batches']} micro-batches)"
+    return out + "\n\n" + markdown([best_name, "podsim", "paper", "error"], summary)
+
+
+def spatial_table(rows):
+    header = ["series", "cores", "mesh", "image", "tile", "step ms", "compute ms",
+              "CollectivePermutes", "halo MiB", "AllReduce MiB", "peak GiB", "status"]
+    table = []
+    for r in rows:
+        ok = r["status"] == "ok"
+        table.append([r["series"], r["partitions"], r["mesh"], r["image"], r["tile"],
+                      r["step_ms"] if ok else "-", r["compute_ms"] if ok else "-",
+                      r["permutes"] or "-", r["halo_mib"] or "-", r["allreduce_mib"] or "-",
+                      r["peak_gib"] or "-", r["status"]])
+    return markdown(header, table)
+
+
 def make_tables(dirs):
     makers = {"fig9": fig9_table, "fig8": fig8_table, "table1": table1_table,
-              "table3": table3_table, "fig7": fig7_table}
-    return {name: makers[name](read_csv(d)) for name, d in dirs.items()}
+              "table3": table3_table, "fig7": fig7_table, "spatial_partitioning": spatial_table}
+    tables = {}
+    for name, d in dirs.items():
+        if name == "dense_baseline":
+            table3 = read_csv(dirs["table3"]) if "table3" in dirs else None
+            tables[name] = dense_table(read_csv(d), table3)
+        else:
+            tables[name] = makers[name](read_csv(d))
+    return tables
 
 
 def splice(text, tables):

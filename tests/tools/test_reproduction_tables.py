@@ -105,3 +105,24 @@ def test_table1_counts_in_billions(tmp_path):
     lines = rt.table1_table(rt.read_csv(d)).split("\n")
     # 1.1 B against the paper's 1.0 B: +10.0%; 1.0 B of experts, 0.1 B replicated.
     assert lines[2] == "| 4E,2L | 1.10 | 1.0 | +10.0% | 1.00 | 0.10 | 0.25 |"
+
+
+def test_dense_baseline_best_point_and_ratio_to_table3(tmp_path):
+    d = write(tmp_path, "dense",
+              "stages,micro_batches,replicas,micro_batch_tokens,step_s,bubble,forward_ms,"
+              "backward_ms,send_ms,allreduce_ms,optimizer_ms,peak_gib,mfu,days,core_years,status\n"
+              "4,8,512,1024,2.5,0.25,1,2,0,0,0,5.2,0.2,6,47.1,ok\n"
+              "4,32,,,,,,,,,,,,,,invalid\n"
+              "8,8,256,2048,2.0,0.4,1,2,0,0,0,3.0,0.25,5,23.55,ok\n")
+    t3 = write(tmp_path, "table3",
+               "model,core_years,status\n2048E,36L,22.4,ok\n".replace("2048E,36L", '"2048E,36L"'))
+    lines = rt.dense_table(rt.read_csv(d), rt.read_csv(t3)).split("\n")
+    # Grid rows as given (bubble and MFU in percent); the invalid row keeps only its status.
+    assert lines[2] == "| 4 | 8 | 512 | 1024 | 2.500 | 25.0% | 5.20 | 20.0% | 47.1 | ok |"
+    assert lines[3] == "| 4 | 32 | - | - | - | - | - | - | - | invalid |"
+    # The fastest point is 8 x 8 (2.0 s): 23.55 core-years against 235.5 is -90.0%; MoE 22.4
+    # against 22.4 is +0.0%; the ratio 23.55 / 22.4 = 1.05 against 235.5 / 22.4 = 10.51 is -90.0%.
+    assert lines[6] == "| fastest point (8 stages x 8 micro-batches) | podsim | paper | error |"
+    assert lines[8] == "| T(96L) core-years | 23.6 | 235.5 | -90.0% |"
+    assert lines[9] == "| MoE(2048E, 36L) core-years | 22.4 | 22.4 | +0.0% |"
+    assert lines[10] == "| dense / MoE core-years | 1.05 | 10.51 | -90.0% |"
