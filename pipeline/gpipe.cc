@@ -188,7 +188,9 @@ GPipeRun RunGPipe(const models::DenseTransformerConfig& model, const GPipeOption
   if (m < 1) throw Error("micro_batches: must be >= 1, got " + std::to_string(m));
   GPipeRun run;
   run.replicas = cores / k;
-  if (gpipe.batch_tokens < 1 || gpipe.batch_tokens % (run.replicas * m) != 0) {
+  // m <= batch_tokens / replicas first, so that replicas x m cannot overflow.
+  if (gpipe.batch_tokens < 1 || m > gpipe.batch_tokens / run.replicas ||
+      gpipe.batch_tokens % (run.replicas * m) != 0) {
     throw Error("batch_tokens: " + std::to_string(gpipe.batch_tokens) + " is not a multiple of " +
                 std::to_string(run.replicas) + " replicas x " + std::to_string(m) +
                 " micro-batches");

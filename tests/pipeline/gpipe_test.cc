@@ -191,9 +191,13 @@ TEST_CASE("gpipe: a pipeline on a small pod follows its stage costs, and bad sha
   CHECK_THROWS_WITH_AS(RunGPipe(c, bad, {}, *topology, options), doctest::Contains("stages"),
                        Error);
   bad = g;
-  bad.micro_batches = 4;  // 4-token micro-batches are fine (seq_len 4); 8 are not a multiple
-  bad.batch_tokens = 48;  // 48 / 2 / 4 = 6 tokens: not whole sequences
+  bad.micro_batches = 4;
+  bad.batch_tokens = 48;  // 48 / 2 replicas / 4 = 6 tokens: not whole 4-token sequences
   CHECK_THROWS_WITH_AS(RunGPipe(c, bad, {}, *topology, options), doctest::Contains("whole number"),
+                       Error);
+  bad = g;
+  bad.micro_batches = int64_t{1} << 62;  // more micro-batches than tokens: an error, no overflow
+  CHECK_THROWS_WITH_AS(RunGPipe(c, bad, {}, *topology, options), doctest::Contains("batch_tokens"),
                        Error);
 }
 
