@@ -201,6 +201,13 @@ std::vector<bool> JsonReader::BoolArray(std::string_view key) {
 
 JsonReader JsonReader::Object(std::string_view key) { return JsonReader(Value(key), PathOf(key)); }
 
+nlohmann::json JsonReader::ObjectValue(std::string_view key, nlohmann::json fallback) {
+  if (!Has(key)) return fallback;
+  const nlohmann::json& v = Value(key);
+  if (!v.is_object()) FailAt(PathOf(key), "must be an object");
+  return v;
+}
+
 void JsonReader::Finish() const {
   for (auto it = object_.begin(); it != object_.end(); ++it) {
     const std::string& key = it.key();

@@ -90,6 +90,10 @@ class JsonReader {
   std::vector<bool> BoolArray(std::string_view key);
   // A reader of a nested object (required key).
   JsonReader Object(std::string_view key);
+  // A nested object kept as JSON, for a reader further on (a model or sim config): `fallback`
+  // when the key is absent; "must be an object" naming the key when it is not one.
+  nlohmann::json ObjectValue(std::string_view key,
+                             nlohmann::json fallback = nlohmann::json::object());
 
   // Throws on the first (in key order) key that no getter asked for, listing the known keys.
   // Keys starting with '_' are comments and always accepted.

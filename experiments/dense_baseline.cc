@@ -75,21 +75,10 @@ struct DenseBaselineConfig {
     r.String("experiment");
     if (r.Has("_notes")) r.String("_notes");
     c.name = r.String("name", c.name);
-    if (r.Has("model")) {
-      c.model = r.Value("model");
-      if (!c.model.is_object()) FailAt(r.PathOf("model"), "must be an object");
-    }
+    c.model = r.ObjectValue("model");
     c.topology = r.String("topology", c.topology);
-    if (r.Has("topology_overrides")) {
-      c.topology_overrides = r.Value("topology_overrides");
-      if (!c.topology_overrides.is_object()) {
-        FailAt(r.PathOf("topology_overrides"), "must be an object");
-      }
-    }
-    if (r.Has("sim")) {
-      c.sim = r.Value("sim");
-      if (!c.sim.is_object()) FailAt(r.PathOf("sim"), "must be an object");
-    }
+    c.topology_overrides = r.ObjectValue("topology_overrides");
+    c.sim = r.ObjectValue("sim");
     if (r.Has("optimizer")) {
       c.optimizer = models::OptimizerConfig::FromJson(r.Value("optimizer"), r.PathOf("optimizer"),
                                                       c.optimizer);

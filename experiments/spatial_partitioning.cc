@@ -67,14 +67,10 @@ struct SpatialConfig {
     JsonReader r(j, "");
     r.String("experiment");
     c.name = r.String("name", c.name);
-    if (r.Has("model")) {
-      c.model = r.Value("model");
-      if (!c.model.is_object()) FailAt(r.PathOf("model"), "must be an object");
-      for (const char* key : {"image_size", "mesh"}) {
-        if (c.model.contains(key)) {
-          FailAt(r.PathOf("model") + "." + key,
-                 "is per point (points[k]." + std::string(key) + ")");
-        }
+    c.model = r.ObjectValue("model");
+    for (const char* key : {"image_size", "mesh"}) {
+      if (c.model.contains(key)) {
+        FailAt(r.PathOf("model") + "." + key, "is per point (points[k]." + std::string(key) + ")");
       }
     }
     const nlohmann::json& ps = r.Value("points");
@@ -97,16 +93,8 @@ struct SpatialConfig {
       pt.width = m.image_width;
       c.points.push_back(std::move(pt));
     }
-    if (r.Has("topology_overrides")) {
-      c.topology_overrides = r.Value("topology_overrides");
-      if (!c.topology_overrides.is_object()) {
-        FailAt(r.PathOf("topology_overrides"), "must be an object");
-      }
-    }
-    if (r.Has("sim")) {
-      c.sim = r.Value("sim");
-      if (!c.sim.is_object()) FailAt(r.PathOf("sim"), "must be an object");
-    }
+    c.topology_overrides = r.ObjectValue("topology_overrides");
+    c.sim = r.ObjectValue("sim");
     if (r.Has("optimizer")) {
       c.optimizer = models::OptimizerConfig::FromJson(r.Value("optimizer"), r.PathOf("optimizer"),
                                                       c.optimizer);

@@ -80,10 +80,7 @@ struct TrainingConfig {
     c.name = r.String("name", c.name);
     const nlohmann::json& ps = r.Value("points");
     if (!ps.is_array() || ps.empty()) FailAt(r.PathOf("points"), "must be a non-empty array");
-    if (r.Has("topology_overrides")) {
-      c.topology_overrides = r.Value("topology_overrides");
-      if (!c.topology_overrides.is_object()) FailAt(r.PathOf("topology_overrides"), "must be an object");
-    }
+    c.topology_overrides = r.ObjectValue("topology_overrides");
     for (size_t k = 0; k < ps.size(); ++k) {
       const std::string path = IndexPath(r.PathOf("points"), k);
       JsonReader p(ps[k], path);
@@ -102,10 +99,7 @@ struct TrainingConfig {
       }
       c.points.push_back(std::move(pt));
     }
-    if (r.Has("sim")) {
-      c.sim = r.Value("sim");
-      if (!c.sim.is_object()) FailAt(r.PathOf("sim"), "must be an object");
-    }
+    c.sim = r.ObjectValue("sim");
     if (r.Has("optimizer")) {
       c.optimizer = models::OptimizerConfig::FromJson(r.Value("optimizer"), r.PathOf("optimizer"),
                                                       c.optimizer);
