@@ -261,7 +261,11 @@ class Vjp : public ConstVisitor<void> {
       // dx: the adjoint spread back over the taps that read each input element, a stride-1
       // convolution of g dilated by the stride with the kernel reversed and its features
       // swapped (the rule of reduce-window add, with a kernel), then the base dilation undone.
-      std::vector<PadDim> pad(i.shape.rank());
+      // The stride's dilation and the padding are the convolution's base dilation and window
+      // padding, not an explicit pad, as XLA writes it: the convolution's output then has the
+      // input's extent, so a spatially split dx keeps the input's tiles and its halos stay a few
+      // elements whatever the partition count (an explicit pad changes the split dim's extent,
+      // and ceil-division tiles of the two extents drift apart by one element per tile).
       std::vector<WindowDim> window(n);
       std::vector<int64_t> starts(x.rank(), 0), limits = x.dims, strides(x.rank(), 1);
       for (size_t d = 0; d < n; ++d) {
@@ -271,12 +275,11 @@ class Vjp : public ConstVisitor<void> {
         const int64_t taps = (w.dims[cd.kernel_spatial[d]] - 1) * wd.window_dilation + 1;
         const int64_t out = (i.shape.dims[cd.output_spatial[d]] - 1) * wd.stride + 1;
         const int64_t before = taps - wd.pad_low - 1;
-        pad[cd.output_spatial[d]] = {before, base + taps - 1 - out - before, wd.stride - 1};
-        window[d] = {w.dims[cd.kernel_spatial[d]], 1, 0, 0, 1, wd.window_dilation};
+        window[d] = {w.dims[cd.kernel_spatial[d]],   1,         before,
+                     base + taps - 1 - out - before, wd.stride, wd.window_dilation};
         limits[cd.input_spatial[d]] = base;
         strides[cd.input_spatial[d]] = wd.base_dilation;
       }
-      Instruction* spread = b_.Pad(g_, b_.ConstantScalar(i.shape.dtype, 0.0), pad);
       ConvDims back;
       back.input_batch = cd.output_batch;
       back.input_feature = cd.output_feature;
@@ -287,7 +290,7 @@ class Vjp : public ConstVisitor<void> {
       back.output_batch = cd.input_batch;
       back.output_feature = cd.input_feature;
       back.output_spatial = cd.input_spatial;
-      Instruction* r = b_.Convolution(spread, b_.Reverse(X(i, 1), cd.kernel_spatial), back, window);
+      Instruction* r = b_.Convolution(g_, b_.Reverse(X(i, 1), cd.kernel_spatial), back, window);
       return r->shape.dims == x.dims ? r : b_.Slice(r, starts, limits, strides);
     });
     Acc(i, 1, [&] {
@@ -357,10 +360,11 @@ class Vjp : public ConstVisitor<void> {
     if (i.reduce_kind != ReduceKind::kAdd) NoRule(i, "only add, max and min windows are differentiable");
     // Each input element gets the adjoints of the windows that cover it: g dilated by the
     // stride and padded so that a stride-1 window of the same size and dilation, slid over it,
-    // lands on exactly those (the transposed convolution of XLA's and JAX's rule).
+    // lands on exactly those (the transposed convolution of XLA's and JAX's rule). The dilation
+    // and padding are the window's (as in the convolution's dx), so the result has the input's
+    // extent.
     Acc(i, 0, [&] {
       const std::vector<int64_t>& in = i.operand(0)->shape.dims;
-      std::vector<PadDim> pad(in.size());
       std::vector<WindowDim> window(in.size());
       std::vector<int64_t> starts(in.size(), 0), limits(in.size()), strides(in.size());
       for (size_t d = 0; d < in.size(); ++d) {
@@ -369,55 +373,56 @@ class Vjp : public ConstVisitor<void> {
         const int64_t taps = (w.size - 1) * w.window_dilation + 1;
         const int64_t out = (i.shape.dims[d] - 1) * w.stride + 1;
         const int64_t before = taps - w.pad_low - 1;
-        const int64_t after = base + taps - 1 - out - before;
-        pad[d] = {before, after, w.stride - 1};
-        window[d] = {w.size, 1, 0, 0, 1, w.window_dilation};
+        window[d] = {w.size,           1, before, base + taps - 1 - out - before, w.stride,
+                     w.window_dilation};
         limits[d] = base;
         strides[d] = w.base_dilation;
       }
-      Instruction* spread = b_.Pad(g_, b_.ConstantScalar(i.shape.dtype, 0.0), pad);
-      Instruction* r = b_.ReduceWindow(spread, window, ReduceKind::kAdd);
+      Instruction* r = b_.ReduceWindow(g_, window, ReduceKind::kAdd);
       return r->shape.dims == in ? r : b_.Slice(r, starts, limits, strides);
     });
   }
   // reduce-window max / min (max pooling): each window's adjoint goes to the elements equal
-  // to its result, split equally among ties (as reduce max). One term per window tap: the
-  // elements that tap reads in every window (a strided slice of the padded input), compared
-  // with the result, and the masked adjoint placed back where that tap reads (interior padding
-  // by the stride); the taps' terms summed, then the padding and base dilation undone.
+  // to its result, split equally among ties (as reduce max). One term per window tap t: the
+  // elements tap t reads in every window (a size-1 window with the op's stride, padding and
+  // base dilation, shifted by the tap's offset; padding reads the fill, which never wins),
+  // compared with the result, and the masked adjoint placed back where that tap reads (a
+  // size-1 add window with the stride as base dilation and the tap's offset as padding, the
+  // input's extent out). Both are windows rather than pad + slice so that a spatially split
+  // gradient keeps the input's tiles (see the convolution's dx).
   void WindowExtremum(const Instruction& i) {
     Acc(i, 0, [&] {
       const Shape& x = i.operand(0)->shape;
       const int64_t r = x.rank();
-      std::vector<PadDim> in_pad(r);
-      std::vector<int64_t> padded(r), taps(r);
+      std::vector<int64_t> taps(r);
       int64_t total_taps = 1;
       for (int64_t d = 0; d < r; ++d) {
-        const WindowDim& w = i.window[d];
-        if (w.pad_low < 0 || w.pad_high < 0) NoRule(i, "negative padding of a max / min window");
-        in_pad[d] = {w.pad_low, w.pad_high, w.base_dilation - 1};
-        padded[d] = (x.dims[d] - 1) * w.base_dilation + 1 + w.pad_low + w.pad_high;
-        taps[d] = w.size;
-        total_taps *= w.size;
+        taps[d] = i.window[d].size;
+        total_taps *= taps[d];
       }
-      // Padding never wins: the lowest (max) or highest (min) value.
-      const double fill = i.reduce_kind == ReduceKind::kMax ? -std::numeric_limits<double>::infinity()
-                                                           : std::numeric_limits<double>::infinity();
-      Instruction* xp = b_.Pad(X(i, 0), b_.ConstantScalar(x.dtype, fill), in_pad);
       std::vector<Instruction*> masks;
-      std::vector<std::vector<int64_t>> offsets;
+      std::vector<std::vector<int64_t>> offsets;  // per tap: its dilated offset in the window
       std::vector<int64_t> tap(r, 0);
       for (int64_t t = 0; t < total_taps; ++t) {
-        std::vector<int64_t> starts(r), limits(r), strides(r);
+        std::vector<WindowDim> read(r);
+        std::vector<int64_t> offset(r);
         for (int64_t d = 0; d < r; ++d) {
           const WindowDim& w = i.window[d];
-          starts[d] = tap[d] * w.window_dilation;
-          limits[d] = starts[d] + (i.shape.dims[d] - 1) * w.stride + 1;
-          strides[d] = w.stride;
+          offset[d] = tap[d] * w.window_dilation;
+          // Output o reads dilated position o * stride + offset - pad_low: a size-1 window with
+          // low padding pad_low - offset, and high padding giving exactly the op's outputs.
+          const int64_t low = w.pad_low - offset[d];
+          const int64_t dilated = (x.dims[d] - 1) * w.base_dilation + 1;
+          read[d] = {1,
+                     w.stride,
+                     low,
+                     (i.shape.dims[d] - 1) * w.stride + 1 - dilated - low,
+                     w.base_dilation,
+                     1};
         }
-        Instruction* read = b_.Slice(xp, starts, limits, strides);
-        masks.push_back(b_.Convert(b_.Compare(read, Y(i), Comparison::kEq), i.shape.dtype));
-        offsets.push_back(starts);
+        Instruction* at = b_.ReduceWindow(X(i, 0), read, i.reduce_kind);
+        masks.push_back(b_.Convert(b_.Compare(at, Y(i), Comparison::kEq), i.shape.dtype));
+        offsets.push_back(offset);
         for (int64_t d = r - 1; d >= 0 && ++tap[d] == taps[d]; --d) tap[d] = 0;
       }
       Instruction* count = masks[0];
@@ -425,23 +430,22 @@ class Vjp : public ConstVisitor<void> {
       Instruction* share = b_.Div(g_, count);  // count >= 1: the result is one of the taps
       Instruction* sum = nullptr;
       for (size_t t = 0; t < masks.size(); ++t) {
-        std::vector<PadDim> place(r);
+        // Input element e (dilated position e * base_dilation) gets output o's term when
+        // o * stride + offset - pad_low = e * base_dilation: a size-1 window over the output
+        // dilated by the stride, stride base_dilation, low padding offset - pad_low.
+        std::vector<WindowDim> place(r);
         for (int64_t d = 0; d < r; ++d) {
-          const int64_t end = offsets[t][d] + (i.shape.dims[d] - 1) * i.window[d].stride + 1;
-          place[d] = {offsets[t][d], padded[d] - end, i.window[d].stride - 1};
+          const WindowDim& w = i.window[d];
+          const int64_t low = offsets[t][d] - w.pad_low;
+          const int64_t dilated = (i.shape.dims[d] - 1) * w.stride + 1;
+          place[d] = {1,        w.base_dilation,
+                      low,      (x.dims[d] - 1) * w.base_dilation + 1 - dilated - low,
+                      w.stride, 1};
         }
-        Instruction* term =
-            b_.Pad(b_.Mul(share, masks[t]), b_.ConstantScalar(i.shape.dtype, 0.0), place);
+        Instruction* term = b_.ReduceWindow(b_.Mul(share, masks[t]), place, ReduceKind::kAdd);
         sum = sum == nullptr ? term : b_.Add(sum, term);
       }
-      std::vector<int64_t> starts(r), limits(r), strides(r);
-      for (int64_t d = 0; d < r; ++d) {
-        const WindowDim& w = i.window[d];
-        starts[d] = w.pad_low;
-        limits[d] = w.pad_low + (x.dims[d] - 1) * w.base_dilation + 1;
-        strides[d] = w.base_dilation;
-      }
-      return sum->shape.dims == x.dims ? sum : b_.Slice(sum, starts, limits, strides);
+      return sum;
     });
   }
 

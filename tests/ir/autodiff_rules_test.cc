@@ -260,8 +260,10 @@ TEST_CASE("max and min windows (pooling) match finite differences") {
   auto m = Program({{5, 7}}, [&](Builder& b, std::vector<Instruction*>& p) {
     std::vector<WindowDim> pool = {{2, 2, 0, 1, 1, 1}, {3, 2, 1, 1, 1, 1}};  // 2x3 max pool, stride 2
     std::vector<WindowDim> dil = {{2, 1, 0, 0, 2, 1}, {2, 1, 0, 0, 1, 2}};  // base and window dilation
-    return b.Add(Weighted(b, b.ReduceWindow(p[0], pool, ReduceKind::kMax)),
-                 Weighted(b, b.ReduceWindow(b.Tanh(p[0]), dil, ReduceKind::kMin)));
+    std::vector<WindowDim> crop = {{2, 1, 0, 0, 1, 1}, {3, 2, -1, 0, 1, 1}};  // negative padding
+    return b.Add(b.Add(Weighted(b, b.ReduceWindow(p[0], pool, ReduceKind::kMax)),
+                       Weighted(b, b.ReduceWindow(b.Tanh(p[0]), dil, ReduceKind::kMin))),
+                 Weighted(b, b.ReduceWindow(b.Exp(p[0]), crop, ReduceKind::kMax)));
   });
   CheckGradients(*m, {0}, 4);
   // Ties split equally: stride-1 windows of 2 over [1, 1, 1] (y = [1, 1], loss y0 + y1) give

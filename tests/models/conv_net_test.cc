@@ -102,6 +102,42 @@ TEST_CASE("conv net: a spatially split step exchanges halos and all-reduces, not
   CHECK(kernel_reductions == 6);
 }
 
+TEST_CASE("conv net: the halo exchange per device does not grow with the mesh (Table 4)") {
+  // Weak scaling: every core keeps a 32x32 input tile on 2x2, 4x4 and 8x8 meshes. Table 4's
+  // claim is O(1) CollectivePermutes per device, and each halo is a few elements wide: the
+  // widest reach of any window is the stem's 7x7 (3 elements each side, its "same" padding);
+  // the backward passes' windows reach no further (a stride-2 dx reads g at half the input's
+  // resolution). A halo growing with the mesh (tiles of two extents drifting apart) fails both.
+  struct Exchange {
+    int64_t permutes = 0, bytes = 0, widest = 0;
+  };
+  std::vector<Exchange> got;
+  for (int64_t n : {2, 4, 8}) {
+    CAPTURE(n);
+    ConvNetConfig c = ToyConvNetConfig(n, n);
+    c.image_height = c.image_width = 32 * n;
+    auto loss = BuildConvNetLoss(c);
+    TrainingStep s =
+        BuildTrainingStep(*loss, ConvNetWeights(*loss), OptimizerConfig{}, StepOptions(n * n));
+    const partitioner::PartitionResult spmd = partitioner::PropagateAndPartition(*s.module, n * n);
+    Exchange e;
+    for (const auto& i : spmd.module->entry()->instructions()) {
+      if (i->opcode != ir::Opcode::kCollectivePermute) continue;
+      ++e.permutes;
+      e.bytes += i->shape.ByteSize();
+      // The halo's width: its narrower spatial dim (NHWC; the other spatial dim is a tile's).
+      e.widest = std::max(e.widest, std::min(i->shape.dims[1], i->shape.dims[2]));
+    }
+    CHECK(e.permutes > 0);
+    CHECK(e.widest <= 3);
+    got.push_back(e);
+  }
+  CHECK(got[1].permutes == got[0].permutes);
+  CHECK(got[2].permutes == got[0].permutes);
+  CHECK(got[1].bytes == got[0].bytes);
+  CHECK(got[2].bytes == got[0].bytes);
+}
+
 TEST_CASE("conv net: bad configs are errors naming the field") {
   auto error_of = [](const nlohmann::json& j) {
     try {
