@@ -17,7 +17,9 @@
 // Columns: per device, the halo exchange's CollectivePermutes (count, MiB sent, summed time),
 // the AllReduces (batch-norm statistics, the pooled features and the weight gradients), the
 // step's compute time, the per-core input tile, peak memory and MFU (models the FLOPs of
-// 3 x the forward pass's convolutions and matmuls). An OOM point keeps its memory columns and
+// 3 x the forward pass's convolutions and matmuls), and one_image_gib: the peak memory of the
+// same step on one image, unpartitioned, on one core (above the HBM when an image needs
+// splitting). An OOM point keeps its memory columns and
 // says "oom"; its time columns stay empty.
 
 #include <iostream>
@@ -41,9 +43,9 @@ namespace podsim::experiments {
 namespace {
 
 const std::vector<std::string> kColumns = {
-    "series",        "topology",     "partitions", "mesh",     "image",   "tile",
-    "step_ms",       "compute_ms",   "permutes",   "halo_mib", "halo_ms", "allreduces",
-    "allreduce_mib", "allreduce_ms", "peak_gib",   "mfu",      "status"};
+    "series",        "topology",     "partitions", "mesh",          "image",   "tile",
+    "step_ms",       "compute_ms",   "permutes",   "halo_mib",      "halo_ms", "allreduces",
+    "allreduce_mib", "allreduce_ms", "peak_gib",   "one_image_gib", "mfu",     "status"};
 
 struct SpatialPoint {
   std::string series;
@@ -139,7 +141,8 @@ double Mib(double bytes) { return bytes / static_cast<double>(1 << 20); }
 struct PlotPoint {
   std::string series;
   int64_t partitions = 0;
-  double step_ms = -1, halo_mib = -1;
+  double step_ms = -1, halo_mib = -1;  // -1: the point did not run (its status says why)
+  std::string status = kPointFailed;
 };
 
 void WritePlot(const ExperimentContext& ctx, const SpatialConfig& c,
@@ -162,9 +165,19 @@ void WritePlot(const ExperimentContext& ctx, const SpatialConfig& c,
   }
   WriteFileAtomic(ctx.out_dir + "/plot.csv", data.str());
   gp << report::PaletteLinetypes(2) << "set multiplot layout 1,2 title '" << c.name
-     << ": spatially partitioned training step (OOM points omitted)' noenhanced\n"
+     << ": spatially partitioned training step (a point that did not run is labelled with its "
+        "status)' noenhanced\n"
      << "set logscale x 2\nset xlabel 'spatial partitions (cores)'\nset grid\nset key top left\n"
-     << "set yrange [0:*]\nset ylabel 'step time (ms)'\nplot ";
+     << "set yrange [0:*]\nset offsets graph 0.05, graph 0.05, 0, 0\n";
+  int label = 0;
+  for (const PlotPoint& p : points) {
+    if (p.step_ms >= 0) continue;
+    ++label;
+    gp << "set label " << label << " '" << p.series << ": " << p.status << "' at first "
+       << p.partitions << ", graph " << FormatFixed(0.04 + 0.05 * static_cast<double>(label % 4), 2)
+       << " center tc rgb '#444444' noenhanced\n";
+  }
+  gp << "set ylabel 'step time (ms)'\nplot ";
   for (size_t s = 0; s < series.size(); ++s) {
     gp << (s ? ", " : "") << "'plot.csv' index " << s << " using 1:2 with linespoints lt " << s + 1
        << " pt 7 title '" << series[s] << "' noenhanced";
@@ -237,7 +250,10 @@ RunSummary RunSpatialPartitioning(const ExperimentContext& ctx) {
       set("allreduces", std::to_string(reduce.count));
       set("allreduce_mib", FormatFixed(Mib(static_cast<double>(reduce.bytes)), 3));
       set("peak_gib", FormatFixed(static_cast<double>(r.memory.peak_bytes) / (1 << 30), 3));
+      set("one_image_gib",
+          FormatFixed(static_cast<double>(run.one_image.peak_bytes) / (1 << 30), 3));
       set("status", status);
+      plot_point.status = status;
       if (status == kPointOk) {
         set("step_ms", FormatFixed(step_s * 1e3, 3));
         set("compute_ms", FormatFixed(r.compute_time.micros() * 1e-3, 3));
@@ -270,6 +286,10 @@ RunSummary RunSpatialPartitioning(const ExperimentContext& ctx) {
                     {"mfu", mfu},
                     {"peak_memory_bytes", r.memory.peak_bytes},
                     {"peak_instruction", r.memory.peak_instruction},
+                    {"one_image_one_core",
+                     {{"peak_memory_bytes", run.one_image.peak_bytes},
+                      {"fits", !run.one_image.oom},
+                      {"capacity_bytes", run.one_image.capacity_bytes}}},
                     {"collectives_per_device", traffic_json}});
       if (status != kPointOk) point["error"] = r.memory.message;
     } catch (const Error& e) {

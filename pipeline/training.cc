@@ -41,6 +41,20 @@ ConvTrainingRun RunConvNetTraining(const models::ConvNetConfig& model,
   const std::unique_ptr<ir::Module> loss = models::BuildConvNetLoss(model);
   ConvTrainingRun run;
   const std::vector<std::string> weights = models::ConvNetWeights(*loss);
+  {
+    models::ConvNetConfig one = model;
+    one.batch = 1;
+    one.mesh_rows = one.mesh_cols = 1;
+    one.annotate = false;
+    const std::unique_ptr<ir::Module> one_loss = models::BuildConvNetLoss(one);
+    models::TrainingStepOptions one_options = models::StepOptions(1);
+    one_options.return_gradients = false;
+    const models::TrainingStep one_step =
+        models::BuildTrainingStep(*one_loss, weights, optimizer, one_options);
+    sim::SimOptions one_core = options;
+    one_core.num_partitions = 1;
+    run.one_image = sim::SimulateMemory(*one_step.module, topology, one_core);
+  }
   for (const auto* p : loss->entry()->parameters()) {
     for (const std::string& w : weights) {
       if (p->name == w) run.parameters += p->shape.NumElements();

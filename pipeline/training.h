@@ -72,6 +72,9 @@ struct ConvTrainingRun {
     double time_us = 0;  // summed mean time per execution
   };
   std::map<std::string, Traffic> traffic;  // by collective kind ("collective-permute", ...)
+  // Why the images are split: the peak memory of the same step on one image, unpartitioned, on
+  // one core of the pod's device (above its HBM when one image does not fit a core).
+  sim::MemoryResult one_image;
 };
 // Throws podsim::Error when the mesh does not cover the topology's cores.
 ConvTrainingRun RunConvNetTraining(const models::ConvNetConfig& model,

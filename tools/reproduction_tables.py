@@ -247,14 +247,15 @@ def dense_table(rows, table3_rows=None):
 
 def spatial_table(rows):
     header = ["series", "cores", "mesh", "image", "tile", "step ms", "compute ms",
-              "CollectivePermutes", "halo MiB", "AllReduce MiB", "peak GiB", "status"]
+              "CollectivePermutes", "halo MiB", "AllReduce MiB", "peak GiB",
+              "one image on one core GiB", "status"]
     table = []
     for r in rows:
         ok = r["status"] == "ok"
         table.append([r["series"], r["partitions"], r["mesh"], r["image"], r["tile"],
                       r["step_ms"] if ok else "-", r["compute_ms"] if ok else "-",
                       r["permutes"] or "-", r["halo_mib"] or "-", r["allreduce_mib"] or "-",
-                      r["peak_gib"] or "-", r["status"]])
+                      r["peak_gib"] or "-", r["one_image_gib"] or "-", r["status"]])
     return markdown(header, table)
 
 
