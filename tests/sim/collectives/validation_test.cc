@@ -130,15 +130,23 @@ TEST_CASE("algorithms that do not apply") {
 
 TEST_CASE("default algorithm choice") {
   auto torus = Grid({4, 4}, {true, true});
-  CHECK(DefaultAlgorithm(Spec(CollectiveKind::kAllReduce), *torus) == "torus");
+  // 8 MiB per partition: bandwidth decides. 64 B: latency does, and direct's one or two steps
+  // of at most 4 hops beat every other algorithm's 6 or more (the torus all-reduce: 12 steps).
+  auto big = [](CollectiveSpec spec) {
+    spec.elements = 2 * 1024 * 1024;
+    return spec;
+  };
+  CHECK(DefaultAlgorithm(big(Spec(CollectiveKind::kAllReduce)), *torus) == "torus");
+  CHECK(DefaultAlgorithm(Spec(CollectiveKind::kAllReduce), *torus) == "direct");
   CHECK(DefaultAlgorithm(Spec(CollectiveKind::kAllToAll), *torus) == "direct");
   CHECK(DefaultAlgorithm(Spec(CollectiveKind::kCollectivePermute), *torus) == "direct");
   // One row: a single axis, the bidirectional ring along it.
-  CHECK(DefaultAlgorithm(Spec(CollectiveKind::kAllGather, {{0, 1, 2, 3}, {4, 5, 6, 7}}), *torus) ==
+  CHECK(DefaultAlgorithm(big(Spec(CollectiveKind::kAllGather, {{0, 1, 2, 3}, {4, 5, 6, 7}})),
+                         *torus) == "ring-bidir");
+  CHECK(DefaultAlgorithm(big(Spec(CollectiveKind::kReduceScatter, {{0, 5}})), *torus) ==
         "ring-bidir");
-  CHECK(DefaultAlgorithm(Spec(CollectiveKind::kReduceScatter, {{0, 5}}), *torus) == "ring-bidir");
-  CHECK(BuildSchedule(Spec(CollectiveKind::kAllReduce), *torus, Algorithm("default")).algorithm ==
-        "torus");
+  CHECK(BuildSchedule(big(Spec(CollectiveKind::kAllReduce)), *torus, Algorithm("default"))
+            .algorithm == "torus");
 }
 
 TEST_CASE("collective kind names") {
