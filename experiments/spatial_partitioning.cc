@@ -19,8 +19,8 @@
 // step's compute time, the per-core input tile, peak memory and MFU (models the FLOPs of
 // 3 x the forward pass's convolutions and matmuls), and one_image_gib: the peak memory of the
 // same step on one image, unpartitioned, on one core (above the HBM when an image needs
-// splitting). An OOM point keeps its memory columns and
-// says "oom"; its time columns stay empty.
+// splitting). An OOM point keeps its memory columns and says "oom"; its time columns stay
+// empty, and the plot labels it.
 
 #include <iostream>
 #include <nlohmann/json.hpp>

@@ -21,9 +21,9 @@
 // every pair at once, routed dimension by dimension). All-reduce, all-gather, reduce-scatter:
 // of "torus" (on a grid topology when every group is a box spanning >= 2 axes, the core axis
 // counting), "ring-bidir", "ring", for groups of a power-of-two size "halving-doubling", and
-// "direct" (it wins small payloads: two steps), the one that finishes first: timed on the
-// flow network when the groups hold at most 256 members in all, else by
-// the alpha-beta closed form (closed_form.h). tests/experiments/default_algorithm_test.cc checks
+// when the groups hold at most 256 members in all "direct" (it wins small payloads: two
+// steps), the one that finishes first: timed on the flow network when the groups hold at most
+// 256 members in all, else by the alpha-beta closed form (closed_form.h). tests/experiments/default_algorithm_test.cc checks
 // it against `best` on the presets.
 // Each replica group runs the algorithm independently and concurrently, in one schedule.
 
