@@ -31,6 +31,7 @@
 #include "experiments/collective_run.h"
 #include "experiments/runners.h"
 #include "report/plot.h"
+#include "report/progress.h"
 #include "topologies/load.h"
 
 namespace podsim::experiments {

@@ -39,6 +39,7 @@
 #include "pipeline/gpipe.h"
 #include "report/chrome_trace.h"
 #include "report/plot.h"
+#include "report/progress.h"
 #include "topologies/load.h"
 
 namespace podsim::experiments {

@@ -21,8 +21,6 @@
 // AllToAll share and the collectives), bars.csv and plot.{png,svg} (stacked bars per category:
 // roofline and modelled per size, the paper's roofline and measured beside them).
 
-#include "base/csv.h"
-#include "base/io.h"
 #include "experiments/moe_breakdown.h"
 
 #include <algorithm>
@@ -34,11 +32,15 @@
 #include <sstream>
 
 #include "base/config.h"
+#include "base/csv.h"
 #include "base/error.h"
+#include "base/io.h"
 #include "base/resources.h"
 #include "experiments/runners.h"
 #include "models/scopes.h"
 #include "pipeline/simulate.h"
+#include "report/plot.h"
+#include "report/progress.h"
 #include "report/run_report.h"
 #include "sim/device/device.h"
 #include "topologies/load.h"

@@ -22,6 +22,7 @@
 #include "experiments/runners.h"
 #include "models/gshard_model.h"
 #include "report/plot.h"
+#include "report/progress.h"
 
 namespace podsim::experiments {
 

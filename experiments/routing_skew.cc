@@ -43,6 +43,7 @@
 #include "models/moe_transformer.h"
 #include "pipeline/simulate.h"
 #include "report/plot.h"
+#include "report/progress.h"
 #include "topologies/load.h"
 
 namespace podsim::experiments {

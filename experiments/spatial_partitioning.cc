@@ -35,6 +35,7 @@
 #include "experiments/training_point.h"
 #include "pipeline/training.h"
 #include "report/plot.h"
+#include "report/progress.h"
 #include "report/run_report.h"
 #include "topologies/load.h"
 

@@ -35,6 +35,7 @@
 #include "partitioner/propagation.h"
 #include "partitioner/spmd_partitioner.h"
 #include "report/plot.h"
+#include "report/progress.h"
 
 namespace podsim::experiments {
 

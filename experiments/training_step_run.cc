@@ -42,6 +42,7 @@
 #include "experiments/runners.h"
 #include "experiments/training_point.h"
 #include "report/plot.h"
+#include "report/progress.h"
 #include "report/run_report.h"
 
 namespace podsim::experiments {
