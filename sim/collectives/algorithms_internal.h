@@ -3,11 +3,13 @@
 // direct_algorithms.cc, alltoall_staged.cc) and the registry (algorithms.cc). Not a public API.
 
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "sim/collectives/algorithms.h"
+#include "sim/collectives/closed_form.h"
 #include "sim/collectives/collective.h"
 #include "sim/collectives/group_geometry.h"
 #include "sim/collectives/schedule.h"
@@ -80,6 +82,22 @@ void BuildDirect(const BuildContext& context, Schedule& schedule);
 void BuildAllToAllStaged(const BuildContext& context, Schedule& schedule);
 void BuildHalvingDoubling(const BuildContext& context, Schedule& schedule);
 void BuildTree(const BuildContext& context, Schedule& schedule);
+
+// The torus algorithm's rotations over a box group (torus_algorithms.cc): each rotation's phase
+// order (indices into box.axes) and the box it runs on: the group's own, or its TwistedView
+// along the rotation's first chip axis when that axis is a twisted dimension (a ring there, not
+// a line). Holds pointers to the box it was planned for.
+struct TorusRotations {
+  std::vector<std::vector<size_t>> orders;
+  std::deque<BoxGroup> twisted_views;
+  std::vector<const BoxGroup*> boxes;  // per rotation: the group's box or a twisted view
+
+  bool twisted() const { return !twisted_views.empty(); }
+  // Each rotation's closed-form axes (closed_form.h), in its phase order.
+  std::vector<std::vector<AnalyticAxis>> Axes(const topo::Topology& topology) const;
+};
+TorusRotations PlanTorusRotations(const topo::Topology& topology, const BoxGroup& box,
+                                  CollectiveKind kind);
 
 // "partitions 0 1 2 3 ... (16)": a short rendering of a list of ids for descriptions / errors.
 std::string ShortList(const std::vector<int64_t>& ids, size_t max_shown = 16);

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "base/format.h"
+#include "sim/collectives/algorithms_internal.h"
 #include "sim/collectives/group_geometry.h"
 
 namespace podsim::sim {
@@ -139,24 +140,27 @@ AnalyticEstimate Torus(const AnalyticInput& in) {
     if (!in.axes[t].core_axis && in.axes[t].size >= 2) chip_positions.push_back(t);
   }
   // R rotations, the chip axes rotated (torus_algorithms.cc), running at once on different
-  // axes, each with a share of D proportional to its speed.
-  const size_t rotations = std::max<size_t>(1, chip_positions.size());
-  std::vector<std::vector<size_t>> orders;
-  for (size_t r = 0; r < rotations; ++r) {
-    std::vector<size_t> order(in.axes.size());
-    for (size_t t = 0; t < order.size(); ++t) order[t] = t;
-    for (size_t i = 0; i < chip_positions.size(); ++i) {
-      order[chip_positions[i]] = chip_positions[(i + r) % chip_positions.size()];
+  // axes, each with a share of D proportional to its speed. On a twisted torus they come given,
+  // each along its own twisted walk.
+  std::vector<std::vector<AnalyticAxis>> in_order = in.rotations;
+  if (in_order.empty()) {
+    const size_t count = std::max<size_t>(1, chip_positions.size());
+    for (size_t r = 0; r < count; ++r) {
+      std::vector<size_t> order(in.axes.size());
+      for (size_t t = 0; t < order.size(); ++t) order[t] = t;
+      for (size_t i = 0; i < chip_positions.size(); ++i) {
+        order[chip_positions[i]] = chip_positions[(i + r) % chip_positions.size()];
+      }
+      in_order.emplace_back();
+      for (size_t t : order) in_order.back().push_back(in.axes[t]);
     }
-    orders.push_back(std::move(order));
   }
-  const std::vector<double> shares = TorusRotationShares(in.axes, orders);
+  const size_t rotations = in_order.size();
+  const std::vector<double> shares = TorusRotationShares(in_order);
   AnalyticEstimate e;
   for (size_t r = 0; r < rotations; ++r) {
-    std::vector<AnalyticAxis> axes;
-    for (size_t t : orders[r]) axes.push_back(in.axes[t]);
-    AnalyticEstimate one = TorusRotation(axes, DataPerMember(in) * shares[r], CoresOf(in.axes),
-                                         static_cast<double>(rotations));
+    AnalyticEstimate one = TorusRotation(in_order[r], DataPerMember(in) * shares[r],
+                                         CoresOf(in.axes), static_cast<double>(rotations));
     if (r == 0 || one.latency_s + one.bandwidth_s > e.latency_s + e.bandwidth_s) e = one;
   }
   if (rotations > 1) {
@@ -280,13 +284,21 @@ AnalyticEstimate EstimateScalingBook(const AnalyticInput& in) {
 
 std::vector<double> TorusRotationShares(const std::vector<AnalyticAxis>& axes,
                                         const std::vector<std::vector<size_t>>& orders) {
-  std::vector<double> speed(orders.size());
+  std::vector<std::vector<AnalyticAxis>> rotations;
+  for (const std::vector<size_t>& order : orders) {
+    rotations.emplace_back();
+    for (size_t t : order) rotations.back().push_back(axes[t]);
+  }
+  return TorusRotationShares(rotations);
+}
+
+std::vector<double> TorusRotationShares(const std::vector<std::vector<AnalyticAxis>>& rotations) {
+  std::vector<double> speed(rotations.size());
   double total = 0;
-  for (size_t r = 0; r < orders.size(); ++r) {
-    std::vector<AnalyticAxis> in_order;
-    for (size_t t : orders[r]) in_order.push_back(axes[t]);
-    const double seconds_per_byte =
-        TorusRotation(in_order, 1.0, CoresOf(axes), static_cast<double>(orders.size())).bandwidth_s;
+  for (size_t r = 0; r < rotations.size(); ++r) {
+    const double seconds_per_byte = TorusRotation(rotations[r], 1.0, CoresOf(rotations[r]),
+                                                  static_cast<double>(rotations.size()))
+                                        .bandwidth_s;
     speed[r] = seconds_per_byte > 0 ? 1.0 / seconds_per_byte : 1.0;
     total += speed[r];
   }
@@ -379,6 +391,10 @@ AnalyticInput AnalyticInputFor(const CollectiveSpec& spec, const topo::Topology&
                      });
   } else if (has_cores && algorithm != "torus") {
     std::rotate(in.axes.begin(), in.axes.begin() + 1, in.axes.end());
+  }
+  if (algorithm == "torus" && topology.grid()->AnyTwist()) {
+    const internal::TorusRotations plan = internal::PlanTorusRotations(topology, *box, spec.kind);
+    if (plan.twisted()) in.rotations = plan.Axes(topology);
   }
   return in;
 }

@@ -69,6 +69,9 @@ struct AnalyticInput {
   CollectiveKind kind = CollectiveKind::kAllReduce;
   std::string algorithm = "ring-bidir";  // "ring", "ring-bidir", "torus", "direct", "dim-staged"
   std::vector<AnalyticAxis> axes;  // the group's axes; for "torus" in reduce-scatter phase order
+  // "torus" on a twisted torus: each rotation's axes in its phase order (each runs along its own
+  // twisted walk: torus_algorithms.cc); empty: the chip axes of `axes` rotated.
+  std::vector<std::vector<AnalyticAxis>> rotations;
   double bytes = 0;                // S: per-partition input bytes
   double fixed_overhead_s = 0;     // added to the total
 };
@@ -104,5 +107,8 @@ std::vector<AnalyticAxis> BoxAxes(const topo::Topology& topology, const BoxGroup
 // shares are equal; a rotation that starts on a line (half a ring's bandwidth) gets less.
 std::vector<double> TorusRotationShares(const std::vector<AnalyticAxis>& axes,
                                         const std::vector<std::vector<size_t>>& orders);
+// The same, for rotations each given as its axes in phase order (on a twisted torus each
+// rotation sees the group along its own twisted walk: group_geometry.h's TwistedView).
+std::vector<double> TorusRotationShares(const std::vector<std::vector<AnalyticAxis>>& rotations);
 
 }  // namespace podsim::sim

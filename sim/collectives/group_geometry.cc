@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -176,6 +177,50 @@ std::optional<BoxGroup> AnalyzeBox(const topo::Topology& topology,
     box.coords[i] = std::move(c);
   }
   return box;
+}
+
+std::optional<BoxGroup> TwistedView(const topo::Topology& topology, const BoxGroup& box,
+                                    size_t axis) {
+  const topo::GridShape* grid = topology.grid();
+  if (grid == nullptr || axis >= box.axes.size() || box.axes[axis].dim < 0) return std::nullopt;
+  const size_t d = static_cast<size_t>(box.axes[axis].dim);
+  if (!grid->Twisted(d) || box.axes[axis].size != grid->dims[d]) return std::nullopt;
+  int e = -1;
+  int64_t shift = 0;
+  for (size_t x = 0; x < grid->dims.size(); ++x) {
+    const int64_t o = ((grid->twist_offsets[d][x] % grid->dims[x]) + grid->dims[x]) % grid->dims[x];
+    if (o == 0) continue;
+    if (e >= 0) return std::nullopt;  // the twist moves two dimensions
+    e = static_cast<int>(x);
+    shift = o;
+  }
+  if (e < 0) return std::nullopt;
+  size_t e_axis = box.axes.size();
+  for (size_t a = 0; a < box.axes.size(); ++a) {
+    if (box.axes[a].dim == e) e_axis = a;
+  }
+  const int64_t n = grid->dims[d], n_e = grid->dims[static_cast<size_t>(e)];
+  if (e_axis == box.axes.size() || box.axes[e_axis].size != n_e) return std::nullopt;
+  const int64_t g = std::gcd(shift, n_e), m = n_e / g;
+  if (g < 2) return std::nullopt;
+  // h of each x_e - (x_e mod g): the multiples of g reached by h = 0, 1, ..., m - 1 steps of o.
+  std::vector<int64_t> h_of(static_cast<size_t>(m), -1);
+  for (int64_t h = 0; h < m; ++h) h_of[static_cast<size_t>(h * shift % n_e / g)] = h;
+  BoxGroup view;
+  view.axes = box.axes;
+  view.axes[axis] = {static_cast<int>(d), 0, n * m, /*closed=*/true};
+  view.axes[e_axis] = {e, 0, g, /*closed=*/g == 2};
+  view.member_at.assign(box.member_at.size(), -1);
+  view.coords.resize(box.coords.size());
+  for (size_t i = 0; i < box.coords.size(); ++i) {
+    Coords c = box.coords[i];
+    const int64_t x_e = c[e_axis];
+    c[axis] += n * h_of[static_cast<size_t>(x_e / g)];
+    c[e_axis] = x_e % g;
+    view.member_at[static_cast<size_t>(view.BoxIndex(c))] = static_cast<int64_t>(i);
+    view.coords[i] = std::move(c);
+  }
+  return view;
 }
 
 RingOrder ChooseRingOrder(const topo::Topology& topology, const std::vector<int64_t>& group) {

@@ -60,6 +60,21 @@ struct BoxGroup {
 std::optional<BoxGroup> AnalyzeBox(const topo::Topology& topology,
                                    const std::vector<int64_t>& group);
 
+// A box group on a twisted torus seen along the closed walk of one of its twisted dimensions.
+// Crossing the wraparound of twisted dimension d (size n) in the + direction also moves o along
+// one other dimension e (size n_e): walking +d from a chip returns to it after n * m hops,
+// m = n_e / g, g = gcd(o, n_e), visiting the chips whose e coordinates differ by multiples of o.
+// When the box covers d and e whole, it is the grid
+//   d: a ring of n * m (position x_d + n * h), e: a line of g (x_e mod g), the other axes as
+// they are, where h in [0, m) solves h * o = x_e - (x_e mod g) (mod n_e). Every step along the
+// ring, the wraparound crossing included, is one link of dimension d; a step along the line is one
+// link of dimension e; so the dimension-wise algorithms see a ring of n * m where the plain box
+// has a line of n (whose closing hop would travel back n - 1 hops).
+// `axis` indexes box.axes. nullopt when that axis is not a whole twisted dimension, its twist
+// moves more than one other dimension, the box does not cover that dimension whole, or g < 2.
+std::optional<BoxGroup> TwistedView(const topo::Topology& topology, const BoxGroup& box,
+                                    size_t axis);
+
 struct RingOrder {
   std::vector<int64_t> members;  // partition ids, in ring order
   bool single_hops = false;      // every ring edge, the closing one included, is one hop

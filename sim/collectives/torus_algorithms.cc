@@ -37,6 +37,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <string>
 
 #include "base/error.h"
@@ -122,10 +123,44 @@ std::vector<std::vector<size_t>> Rotations(const BoxGroup& box, const std::vecto
   return orders;
 }
 
-std::string AxisLabel(const GroupAxis& axis) {
+// `twisted`: the axis is of a TwistedView (its ring runs through the twisted wraparound).
+std::string AxisLabel(const GroupAxis& axis, bool twisted) {
   return (axis.dim < 0 ? std::string("cores") : "dim" + std::to_string(axis.dim)) + "(" +
-         std::to_string(axis.size) + (axis.closed ? ", ring)" : ", line)");
+         std::to_string(axis.size) +
+         (axis.closed ? (twisted ? ", ring through the twisted wrap)" : ", ring)") : ", line)");
 }
+
+}  // namespace
+
+std::vector<std::vector<AnalyticAxis>> TorusRotations::Axes(const topo::Topology& topology) const {
+  std::vector<std::vector<AnalyticAxis>> in_order;
+  for (size_t r = 0; r < orders.size(); ++r) {
+    const std::vector<AnalyticAxis> axes = BoxAxes(topology, *boxes[r]);
+    in_order.emplace_back();
+    for (size_t a : orders[r]) in_order.back().push_back(axes[a]);
+  }
+  return in_order;
+}
+
+TorusRotations PlanTorusRotations(const topo::Topology& topology, const BoxGroup& box,
+                                  CollectiveKind kind) {
+  TorusRotations plan;
+  plan.orders = Rotations(box, PhaseOrder(topology, box, kind));
+  for (const std::vector<size_t>& order : plan.orders) {
+    const BoxGroup* view = &box;
+    const auto first_chip =
+        std::find_if(order.begin(), order.end(), [&](size_t a) { return box.axes[a].dim >= 0; });
+    if (first_chip != order.end()) {
+      if (std::optional<BoxGroup> twisted = TwistedView(topology, box, *first_chip)) {
+        view = &plan.twisted_views.emplace_back(std::move(*twisted));
+      }
+    }
+    plan.boxes.push_back(view);
+  }
+  return plan;
+}
+
+namespace {
 
 // Runs the torus phases for one box group.
 class TorusGroupBuilder {
@@ -134,14 +169,16 @@ class TorusGroupBuilder {
                     const BoxGroup& box, ScheduleBuilder& builder, Schedule& schedule)
       : context_(context),
         group_(group),
-        box_(box),
+        plain_(box),
+        box_(&box),
         builder_(builder),
         schedule_(schedule),
         kind_(context.spec.kind),
         n_(context.spec.elements),
         g_(static_cast<int64_t>(group.size())),
-        orders_(Rotations(box, PhaseOrder(context.topology, box, kind_))),
-        shares_(TorusRotationShares(BoxAxes(context.topology, box), orders_)) {}
+        plan_(PlanTorusRotations(context.topology, box, kind_)),
+        orders_(plan_.orders),
+        shares_(TorusRotationShares(plan_.Axes(context.topology))) {}
 
   std::string Build() {
     const Buffer buffer =
@@ -150,6 +187,7 @@ class TorusGroupBuilder {
     const int64_t rotations = static_cast<int64_t>(orders_.size());
     for (int64_t r = 0; r < rotations; ++r) {
       order_ = orders_[static_cast<size_t>(r)];
+      box_ = plan_.boxes[static_cast<size_t>(r)];
       channel_ = 2 * static_cast<int>(r);  // its two ring directions' send queues
       SetUpSlots(r);
       int step = 0;
@@ -170,9 +208,12 @@ class TorusGroupBuilder {
       }
     }
     std::string text;
-    for (const std::vector<size_t>& order : orders_) {
+    for (size_t r = 0; r < orders_.size(); ++r) {
       std::string axes;
-      for (size_t a : order) axes += (axes.empty() ? "" : ", ") + AxisLabel(box_.axes[a]);
+      for (size_t a : orders_[r]) {
+        axes += (axes.empty() ? "" : ", ") +
+                AxisLabel(plan_.boxes[r]->axes[a], plan_.boxes[r] != &plain_);
+      }
       text += (text.empty() ? "" : " | ") + (axes.empty() ? "a single partition" : axes);
     }
     return text;
@@ -204,7 +245,7 @@ class TorusGroupBuilder {
           for (size_t t = 0; t < k; ++t) {
             const size_t a = order_[t];
             virtual_index =
-                virtual_index * box_.axes[a].size + box_.coords[static_cast<size_t>(i)][a];
+                virtual_index * box_->axes[a].size + box_->coords[static_cast<size_t>(i)][a];
           }
           const BlockRange part = PartOf(n_, r);
           const BlockRange b = BlockOf(part.elements, g_, virtual_index);
@@ -249,10 +290,10 @@ class TorusGroupBuilder {
     for (size_t a : free_axes) c[a] = 0;
     std::vector<Range> found;
     while (true) {
-      found.push_back(slots_[static_cast<size_t>(box_.MemberAt(c))]);
+      found.push_back(slots_[static_cast<size_t>(box_->MemberAt(c))]);
       size_t f = 0;
       for (; f < free_axes.size(); ++f) {
-        if (++c[free_axes[f]] < box_.axes[free_axes[f]].size) break;
+        if (++c[free_axes[f]] < box_->axes[free_axes[f]].size) break;
         c[free_axes[f]] = 0;
       }
       if (f == free_axes.size()) break;
@@ -267,14 +308,14 @@ class TorusGroupBuilder {
   // One phase along axis order_[t] for every line; returns the next free step label.
   int Phase(size_t t, Buffer buffer, int step0, bool reduce) {
     const size_t axis = order_[t];
-    const int64_t size = box_.axes[axis].size;
+    const int64_t size = box_->axes[axis].size;
     // A line's pieces depend only on its coordinates on order_[0..t-1]: computed once per prefix.
     std::map<int64_t, std::vector<Ranges>> pieces_of_prefix;
     for (int64_t i = 0; i < g_; ++i) {
-      const std::vector<int64_t>& rep = box_.coords[static_cast<size_t>(i)];
+      const std::vector<int64_t>& rep = box_->coords[static_cast<size_t>(i)];
       if (rep[axis] != 0) continue;  // one representative per line
       int64_t prefix = 0;
-      for (size_t u = 0; u < t; ++u) prefix = prefix * box_.axes[order_[u]].size + rep[order_[u]];
+      for (size_t u = 0; u < t; ++u) prefix = prefix * box_->axes[order_[u]].size + rep[order_[u]];
       auto [it, fresh] = pieces_of_prefix.try_emplace(prefix);
       std::vector<int64_t> c = rep;
       if (fresh) {
@@ -286,7 +327,7 @@ class TorusGroupBuilder {
       std::vector<int64_t> ring(static_cast<size_t>(size));
       for (int64_t q = 0; q < size; ++q) {
         c[axis] = q;
-        ring[static_cast<size_t>(q)] = group_[static_cast<size_t>(box_.MemberAt(c))];
+        ring[static_cast<size_t>(q)] = group_[static_cast<size_t>(box_->MemberAt(c))];
       }
       if (reduce) {
         RingReduceScatter(builder_, ring, it->second, buffer, step0, context_.options.chunks, true,
@@ -301,13 +342,15 @@ class TorusGroupBuilder {
 
   const BuildContext& context_;
   const std::vector<int64_t>& group_;
-  const BoxGroup& box_;
+  const BoxGroup& plain_;
+  const BoxGroup* box_;  // the current rotation's
   ScheduleBuilder& builder_;
   Schedule& schedule_;
   CollectiveKind kind_;
   int64_t n_;
   int64_t g_;
-  std::vector<std::vector<size_t>> orders_;  // per rotation: its phase order
+  TorusRotations plan_;
+  const std::vector<std::vector<size_t>>& orders_;  // plan_.orders: per rotation, its phase order
   std::vector<double> shares_;               // per rotation: its share of the data
   std::vector<size_t> order_;  // the current rotation's axis indices in reduce-scatter phase order
   std::vector<Range> slots_;   // [group index]

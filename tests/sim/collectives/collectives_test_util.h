@@ -13,6 +13,8 @@
 #include "sim/collectives/functional.h"
 #include "sim/collectives/reference.h"
 #include "sim/collectives/schedule_check.h"
+#include "sim/collectives/timing.h"
+#include "sim/network/network_factory.h"
 #include "topologies/config.h"
 #include "topologies/load.h"
 
@@ -34,6 +36,22 @@ inline std::unique_ptr<topo::Topology> Grid(std::vector<int64_t> dims, std::vect
   return topo::MakeTopology(config);
 }
 
+// A torus of chips (every dimension wrapped) with twisted wraparounds: twists[k] = {dim,
+// offsets}, as topo::TwistConfig.
+inline std::unique_ptr<topo::Topology> TwistedGrid(std::vector<int64_t> dims,
+                                                   std::vector<topo::TwistConfig> twists,
+                                                   int64_t cores_per_chip = 1,
+                                                   double bandwidth = 1e11) {
+  topo::TopologyConfig config;
+  config.kind = "torus";
+  config.wraparound.assign(dims.size(), true);
+  config.dims = std::move(dims);
+  config.twists = std::move(twists);
+  config.cores_per_chip = cores_per_chip;
+  config.link_bandwidth = bandwidth;
+  return topo::MakeTopology(config);
+}
+
 // The schedule of `algorithm` for `kind` over `elements` elements per partition, every core.
 inline Schedule Build(const topo::Topology& topology, CollectiveKind kind, int64_t elements,
                       const std::string& algorithm, int chunks = 1) {
@@ -44,6 +62,16 @@ inline Schedule Build(const topo::Topology& topology, CollectiveKind kind, int64
   options.algorithm = algorithm;
   options.chunks = chunks;
   return BuildSchedule(spec, topology, options);
+}
+
+// The time of `algorithm`'s schedule for `spec` on the flow network, in microseconds.
+inline double FlowMicros(const CollectiveSpec& spec, const topo::Topology& topology,
+                         const std::string& algorithm) {
+  AlgorithmOptions options;
+  options.algorithm = algorithm;
+  const Schedule schedule = BuildSchedule(spec, topology, options);
+  auto network = MakeNetworkModel("flow", topology, NetworkOptions{});
+  return RunTiming(schedule, topology, *network).total.micros();
 }
 
 // inputs[p][e] = p * 512 + e (distinct, exact in float; sums of <= 128 of them stay exact).

@@ -37,6 +37,10 @@ std::vector<NamedTopology> Topologies() {
   t.push_back({"torus-4x2-2cores", Grid({4, 2}, {true, true}, 2)});
   t.push_back({"mesh-2x2-2cores", Grid({2, 2}, {false, false}, 2)});
   t.push_back({"custom-hypercube-16", topo::LoadTopology("hypercube-16")});
+  // TPU v4's k x k x 2k twist at k = 2, and a 2D one with two cores per chip: the torus
+  // algorithm runs its rotations along the twisted walks (group_geometry.h's TwistedView).
+  t.push_back({"twisted-2x2x4", testing::TwistedGrid({2, 2, 4}, {{0, {0, 0, 2}}, {1, {0, 0, 2}}})});
+  t.push_back({"twisted-2x4-2cores", testing::TwistedGrid({2, 4}, {{0, {0, 2}}}, 2)});
   return t;
 }
 

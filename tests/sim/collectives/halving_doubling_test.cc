@@ -6,8 +6,6 @@
 
 #include "base/error.h"
 #include "sim/collectives/algorithms.h"
-#include "sim/collectives/timing.h"
-#include "sim/network/network_factory.h"
 #include "tests/sim/collectives/collectives_test_util.h"
 #include "topologies/load.h"
 
@@ -15,9 +13,10 @@ namespace podsim::sim {
 namespace {
 
 double HalvingDoublingUs(const topo::Topology& t, CollectiveKind kind, int64_t bytes) {
-  const Schedule s = testing::Build(t, kind, bytes / 4, "halving-doubling");
-  auto net = MakeNetworkModel("flow", t, NetworkOptions{});
-  return RunTiming(s, t, *net).total.micros();
+  CollectiveSpec spec;
+  spec.kind = kind;
+  spec.elements = bytes / 4;
+  return testing::FlowMicros(spec, t, "halving-doubling");
 }
 
 TEST_CASE("halving-doubling on a hypercube: every exchange one hop, all links busy") {

@@ -8,8 +8,7 @@
 
 #include "sim/collectives/algorithms.h"
 #include "sim/collectives/group_geometry.h"
-#include "sim/collectives/timing.h"
-#include "sim/network/network_factory.h"
+#include "tests/sim/collectives/collectives_test_util.h"
 #include "topologies/load.h"
 
 namespace podsim::sim {
@@ -28,11 +27,7 @@ double RingTimeUs(const topo::Topology& t, std::vector<int64_t> group) {
   spec.kind = CollectiveKind::kAllReduce;
   spec.elements = 1 << 18;
   spec.replica_groups = {std::move(group)};
-  AlgorithmOptions ring;
-  ring.algorithm = "ring";
-  const Schedule s = BuildSchedule(spec, t, ring);
-  auto net = MakeNetworkModel("flow", t, NetworkOptions{});
-  return RunTiming(s, t, *net).total.micros();
+  return testing::FlowMicros(spec, t, "ring");
 }
 
 TEST_CASE("a custom graph's ring is a nearest-neighbour tour, whatever the listing") {
