@@ -88,11 +88,13 @@ void BuildTree(const BuildContext& context, Schedule& schedule);
 // along the rotation's first chip axis when that axis is a twisted dimension (a ring there, not
 // a line). Holds pointers to the box it was planned for.
 struct TorusRotations {
+  const BoxGroup* box = nullptr;  // the group's
   std::vector<std::vector<size_t>> orders;
   std::deque<BoxGroup> twisted_views;
-  std::vector<const BoxGroup*> boxes;  // per rotation: the group's box or a twisted view
+  std::vector<const BoxGroup*> boxes;  // per rotation: `box` or a twisted view
 
   bool twisted() const { return !twisted_views.empty(); }
+  bool Twisted(size_t rotation) const { return boxes[rotation] != box; }
   // Each rotation's closed-form axes (closed_form.h), in its phase order.
   std::vector<std::vector<AnalyticAxis>> Axes(const topo::Topology& topology) const;
 };

@@ -282,16 +282,6 @@ AnalyticEstimate EstimateScalingBook(const AnalyticInput& in) {
   return e;
 }
 
-std::vector<double> TorusRotationShares(const std::vector<AnalyticAxis>& axes,
-                                        const std::vector<std::vector<size_t>>& orders) {
-  std::vector<std::vector<AnalyticAxis>> rotations;
-  for (const std::vector<size_t>& order : orders) {
-    rotations.emplace_back();
-    for (size_t t : order) rotations.back().push_back(axes[t]);
-  }
-  return TorusRotationShares(rotations);
-}
-
 std::vector<double> TorusRotationShares(const std::vector<std::vector<AnalyticAxis>>& rotations) {
   std::vector<double> speed(rotations.size());
   double total = 0;

@@ -101,14 +101,11 @@ struct BoxGroup;
 // The closed-form axes of a box group, in the box's axis order (cores first, then chip dims).
 std::vector<AnalyticAxis> BoxAxes(const topo::Topology& topology, const BoxGroup& box);
 
-// Shares of the data the torus algorithm gives its rotations (one phase order each, as axis
-// indices into `axes`): proportional to each rotation's speed (bytes per second of its
-// bandwidth terms), so that all rotations finish together. On a torus with equal axes the
-// shares are equal; a rotation that starts on a line (half a ring's bandwidth) gets less.
-std::vector<double> TorusRotationShares(const std::vector<AnalyticAxis>& axes,
-                                        const std::vector<std::vector<size_t>>& orders);
-// The same, for rotations each given as its axes in phase order (on a twisted torus each
-// rotation sees the group along its own twisted walk: group_geometry.h's TwistedView).
+// Shares of the data the torus algorithm gives its rotations (each given as its axes in phase
+// order; on a twisted torus each sees the group along its own twisted walk: group_geometry.h's
+// TwistedView): proportional to each rotation's speed (bytes per second of its bandwidth
+// terms), so that all rotations finish together. On a torus with equal axes the shares are
+// equal; a rotation that starts on a line (half a ring's bandwidth) gets less.
 std::vector<double> TorusRotationShares(const std::vector<std::vector<AnalyticAxis>>& rotations);
 
 }  // namespace podsim::sim

@@ -145,6 +145,7 @@ std::vector<std::vector<AnalyticAxis>> TorusRotations::Axes(const topo::Topology
 TorusRotations PlanTorusRotations(const topo::Topology& topology, const BoxGroup& box,
                                   CollectiveKind kind) {
   TorusRotations plan;
+  plan.box = &box;
   plan.orders = Rotations(box, PhaseOrder(topology, box, kind));
   for (const std::vector<size_t>& order : plan.orders) {
     const BoxGroup* view = &box;
@@ -169,7 +170,6 @@ class TorusGroupBuilder {
                     const BoxGroup& box, ScheduleBuilder& builder, Schedule& schedule)
       : context_(context),
         group_(group),
-        plain_(box),
         box_(&box),
         builder_(builder),
         schedule_(schedule),
@@ -177,16 +177,15 @@ class TorusGroupBuilder {
         n_(context.spec.elements),
         g_(static_cast<int64_t>(group.size())),
         plan_(PlanTorusRotations(context.topology, box, kind_)),
-        orders_(plan_.orders),
         shares_(TorusRotationShares(plan_.Axes(context.topology))) {}
 
   std::string Build() {
     const Buffer buffer =
         kind_ == CollectiveKind::kReduceScatter ? Buffer::kScratch : Buffer::kOutput;
     int last_step = 0;
-    const int64_t rotations = static_cast<int64_t>(orders_.size());
+    const int64_t rotations = static_cast<int64_t>(plan_.orders.size());
     for (int64_t r = 0; r < rotations; ++r) {
-      order_ = orders_[static_cast<size_t>(r)];
+      order_ = plan_.orders[static_cast<size_t>(r)];
       box_ = plan_.boxes[static_cast<size_t>(r)];
       channel_ = 2 * static_cast<int>(r);  // its two ring directions' send queues
       SetUpSlots(r);
@@ -208,11 +207,10 @@ class TorusGroupBuilder {
       }
     }
     std::string text;
-    for (size_t r = 0; r < orders_.size(); ++r) {
+    for (size_t r = 0; r < plan_.orders.size(); ++r) {
       std::string axes;
-      for (size_t a : orders_[r]) {
-        axes += (axes.empty() ? "" : ", ") +
-                AxisLabel(plan_.boxes[r]->axes[a], plan_.boxes[r] != &plain_);
+      for (size_t a : plan_.orders[r]) {
+        axes += (axes.empty() ? "" : ", ") + AxisLabel(plan_.boxes[r]->axes[a], plan_.Twisted(r));
       }
       text += (text.empty() ? "" : " | ") + (axes.empty() ? "a single partition" : axes);
     }
@@ -342,15 +340,13 @@ class TorusGroupBuilder {
 
   const BuildContext& context_;
   const std::vector<int64_t>& group_;
-  const BoxGroup& plain_;
   const BoxGroup* box_;  // the current rotation's
   ScheduleBuilder& builder_;
   Schedule& schedule_;
   CollectiveKind kind_;
   int64_t n_;
   int64_t g_;
-  TorusRotations plan_;
-  const std::vector<std::vector<size_t>>& orders_;  // plan_.orders: per rotation, its phase order
+  TorusRotations plan_;                      // per rotation: its phase order and the box it runs on
   std::vector<double> shares_;               // per rotation: its share of the data
   std::vector<size_t> order_;  // the current rotation's axis indices in reduce-scatter phase order
   std::vector<Range> slots_;   // [group index]

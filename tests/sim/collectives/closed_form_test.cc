@@ -47,7 +47,7 @@ TEST_CASE("torus rotations share the data by speed: a rotation starting on a lin
   // (2B) = 0.84375 / B. Speeds 16/9 and 32/27: shares 0.6 and 0.4. The bandwidth term is then
   // D / (16/9 + 32/27) = 27/80 D / B for both (equal parts: the slower one's 0.421875 D / B).
   const std::vector<AnalyticAxis> axes = {Axis(4, true), Axis(4, false)};
-  const std::vector<double> shares = TorusRotationShares(axes, {{0, 1}, {1, 0}});
+  const std::vector<double> shares = TorusRotationShares({{axes[0], axes[1]}, {axes[1], axes[0]}});
   REQUIRE(shares.size() == 2);
   CHECK(shares[0] == doctest::Approx(0.6));
   CHECK(shares[1] == doctest::Approx(0.4));
@@ -59,7 +59,7 @@ TEST_CASE("torus rotations share the data by speed: a rotation starting on a lin
   CHECK(e.latency_s * 1e6 == doctest::Approx(8));
   // On a torus with equal axes the shares are equal.
   const std::vector<double> square =
-      TorusRotationShares({Axis(4, true), Axis(4, true)}, {{0, 1}, {1, 0}});
+      TorusRotationShares({{Axis(4, true), Axis(4, true)}, {Axis(4, true), Axis(4, true)}});
   CHECK(square[0] == doctest::Approx(0.5));
   CHECK(square[1] == doctest::Approx(0.5));
 }
