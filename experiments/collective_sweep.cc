@@ -254,11 +254,11 @@ RunSummary RunCollectiveSweep(const ExperimentContext& ctx) {
     const double paper_us = it == c.paper.end() ? std::nan("") : it->second;
     CountPoint(summary, o.status);
     table.AddRow({pt.collective, std::to_string(pt.bytes), std::to_string(pt.partitions),
-                  o.topology_name, o.status, CsvNumber(o.time_us), CsvNumber(paper_us), o.error});
+                  o.topology_name, o.status, CsvFixed(o.time_us, 3), CsvNumber(paper_us), o.error});
     const std::string key = pt.collective + "_" + std::to_string(pt.bytes >> 20) + "MiB";
     series.try_emplace(key, std::vector<std::string>{"partitions", "time_us", "paper_us"});
     series.at(key).AddRow(
-        {std::to_string(pt.partitions), CsvNumber(o.time_us), CsvNumber(paper_us)});
+        {std::to_string(pt.partitions), CsvFixed(o.time_us, 3), CsvNumber(paper_us)});
     nlohmann::json& p = o.json;
     p["status"] = o.status;
     p["collective"] = pt.collective;

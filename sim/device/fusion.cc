@@ -268,6 +268,37 @@ class Planner {
     return ir::IsElementwise(r->opcode) || IsReduceRoot(r);
   }
 
+  // Reduction output fusion: a dot's kernel (`dot`: an output fusion or a lone dot, with no
+  // reduce yet) may absorb the input fusion or lone reduce `reduce` that reduces values of the
+  // dot's result shape. Each result tile passes through the vector unit on its way from the
+  // matrix unit to HBM, which folds it into the reduction's partial results held on chip (as
+  // XLA TPU's convolution fusions compute batch-norm statistics), so the reduce reads nothing
+  // back. Only a producer-consumer pair qualifies (the caller checks that the reduce reads a
+  // non-reduce value of the dot's kernel).
+  bool IsReduceOfContraction(const FusionGroup& dot, const FusionGroup& reduce) const {
+    const bool has_dot = dot.kind == FusionKind::kOutput ||
+                         (dot.kind == FusionKind::kNone && IsContraction(dot.root));
+    if (!has_dot || !IsReduceRoot(reduce.root) || reduce.kind == FusionKind::kOutput) return false;
+    for (const Instruction* m : dot.members) {
+      if (IsReduceRoot(m)) return false;
+    }
+    return IterationDims(reduce) == dot.root->shape.dims;
+  }
+
+  // Whether every value in `inputs` that group a does not compute comes from a kernel that runs
+  // before a (slots are the execution order).
+  bool ReadyAt(int32_t a, const std::unordered_set<const Instruction*>& inputs,
+               const GroupIndex& group_of, const CopyIndex& copies) const {
+    for (const Instruction* v : inputs) {
+      const std::vector<int32_t> holders = GroupsComputing(v, group_of, copies);
+      if (std::find(holders.begin(), holders.end(), a) != holders.end()) continue;
+      for (int32_t h : holders) {
+        if (h >= a) return false;
+      }
+    }
+    return true;
+  }
+
   // The shape a group's kernel loops over: a reduce's operand, else the root.
   static const std::vector<int64_t>& IterationDims(const FusionGroup& g) {
     return IsReduceRoot(g.root) ? g.root->operand(0)->shape.dims : g.root->shape.dims;
@@ -312,7 +343,6 @@ class Planner {
     };
     for (size_t b = 0; b < groups.size(); ++b) {
       if (!IsMultiOutputFusible(groups[b])) continue;
-      const int64_t b_pos = position_.at(groups[b].root);
       for (bool merged = true; merged;) {
         merged = false;
         const auto b_inputs = inputs_of(groups[b]);
@@ -329,7 +359,11 @@ class Planner {
         for (int32_t a : candidates) {
           if (a >= static_cast<int32_t>(b) || !alive[static_cast<size_t>(a)]) continue;
           const FusionGroup& ga = groups[static_cast<size_t>(a)];
-          if (!IsMultiOutputFusible(ga) || IterationDims(ga) != IterationDims(groups[b])) continue;
+          const bool into_dot = IsReduceOfContraction(ga, groups[b]);
+          if (!into_dot &&
+              (!IsMultiOutputFusible(ga) || IterationDims(ga) != IterationDims(groups[b]))) {
+            continue;
+          }
           bool ok = true, consumes = false;
           for (const Instruction* m : ga.members) {
             auto owner = group_of.find(m);
@@ -340,19 +374,20 @@ class Planner {
                 if (h == static_cast<int32_t>(b)) {
                   consumes = true;
                   if (IsReduceRoot(m)) ok = false;
-                } else if (position_.at(groups[static_cast<size_t>(h)].root) <= b_pos) {
+                } else if (h < static_cast<int32_t>(b)) {  // runs before b (slots are the order)
                   ok = false;
                 }
               }
             }
           }
-          if (!ok) continue;
+          if (!ok || (into_dot && !consumes)) continue;
           if (!consumes) {
             const auto a_inputs = inputs_of(ga);
             bool shared = false;
             for (const Instruction* v : a_inputs) shared = shared || b_inputs.count(v);
             if (!shared) continue;
           }
+          const bool hoist = into_dot && ReadyAt(a, b_inputs, group_of, copies);
           // Merge a into b.
           FusionGroup& gb = groups[b];
           std::unordered_set<const Instruction*> have(gb.members.begin(), gb.members.end());
@@ -368,14 +403,31 @@ class Planner {
             }
             if (have.insert(m).second) gb.members.push_back(m);
           }
-          if (ga.kind == FusionKind::kInput || IsReduceRoot(ga.root) ||
-              gb.kind == FusionKind::kInput || IsReduceRoot(gb.root)) {
+          if (into_dot) {
+            gb.kind = FusionKind::kOutput;
+          } else if (ga.kind == FusionKind::kInput || IsReduceRoot(ga.root) ||
+                     gb.kind == FusionKind::kInput || IsReduceRoot(gb.root)) {
             gb.kind = FusionKind::kInput;
           } else {
             gb.kind = FusionKind::kLoop;
           }
           alive[static_cast<size_t>(a)] = false;
-          merged = true;
+          if (hoist) {
+            // The merged kernel runs where the dot did: everything it reads is ready there, and
+            // the dot's operands need not stay live until the reduce's old place.
+            groups[static_cast<size_t>(a)] = std::move(gb);
+            gb = FusionGroup();
+            alive[static_cast<size_t>(a)] = true;
+            alive[b] = false;
+            for (auto& [instr, index] : group_of) {
+              if (index == static_cast<int32_t>(b)) index = a;
+            }
+            for (auto& [instr, holders] : copies) {
+              std::replace(holders.begin(), holders.end(), static_cast<int32_t>(b), a);
+            }
+          }
+          // A dot's kernel takes nothing more (IsMultiOutputFusible is false for it now).
+          merged = !into_dot;
           break;
         }
       }

@@ -28,7 +28,13 @@
 //    cases): after the above, a kernel absorbs an earlier loop / input kernel with the same
 //    iteration shape (a reduce's operand shape, else the root's) that it reads a non-reduce
 //    value of, or that reads an input it reads too, when no kernel in between reads the
-//    earlier kernel's values. Dots never join one.
+//    earlier kernel's values. Dots join one only as below.
+//  - Reduction output fusion: a dot's kernel absorbs one later reduce kernel (input fusion or
+//    lone reduce) that reduces values of the dot kernel's result shape and reads a value the
+//    dot's kernel writes: the vector unit folds each result tile into the reduction on its way
+//    to HBM (as XLA TPU computes batch-norm statistics in the convolution's fusion), so the
+//    reduce reads nothing back. One reduce per dot kernel. The kernel runs where the dot was
+//    when the reduce reads nothing made after the dot, else where the reduce was.
 //  - An outer-product dot (IsOuterProduct) counts as a cheap elementwise op.
 //  - A lone IsBitcast reshape / transpose moves no bytes and launches nothing.
 //  - Dynamic-slice fuses into its consumer like convert and reshape (into a loop fusion or a
@@ -89,7 +95,9 @@ bool IsBitcast(const ir::Instruction& instr);
 bool IsOuterProduct(const ir::Instruction& instr);
 
 struct FusionPlan {
-  // Groups in execution order (by the root's position in the computation).
+  // Groups in execution order: by the root's position in the computation, except that a dot's
+  // kernel that absorbed a later reduce (reduction output fusion) runs where the dot was when
+  // everything it reads is ready there.
   std::vector<FusionGroup> groups;
   // The group whose root an instruction is, or that computes it as a non-duplicated member
   // (an output of a multi-output group included). Duplicated ops that run nowhere on their own

@@ -203,6 +203,113 @@ TEST_CASE("softmax: one pass for the max, one for the sum, one for the normalize
   CHECK(total == 263424);
 }
 
+TEST_CASE(
+    "attention: the logits einsum's kernel computes the row max; two passes over the logits") {
+  // l = dot(q, k) * c: q f32[64,32] (8192 B), k f32[32,256] (32768 B), l f32[64,256] (65536 B);
+  // then the softmax of l over dim 1 (mx, sm [64]: 256 B each) and out = dot(y, v), v
+  // f32[256,16] (16384 B), out f32[64,16] (4096 B). Kernels:
+  //  1. the logits dot, its scaling and reduce-max(l), which the vector unit folds from each
+  //     result tile on its way to HBM: reads q and k, writes qk (the scaling, cheap, is
+  //     recomputed by each kernel that reads l) and mx:
+  //     8192 + 32768 + 65536 + 256 = 106752 B (without it: 106496 B here and another 65792 B
+  //     for a max kernel reading l back).
+  //  2. the sum of exp(l - mx): it reads mx, a reduce's result of kernel 1, so it cannot join
+  //     it: reads qk and mx, writes sm: 65536 + 256 + 256 = 66048 B.
+  //  3. the context dot, the exp and divide fused into its operand: reads qk, mx, sm, v, writes
+  //     out: 65536 + 256 + 256 + 16384 + 4096 = 86528 B.
+  // The logits are written once and read twice: 259328 B in all.
+  ir::Module m("attention");
+  Builder b(m.AddComputation("main", true));
+  auto* q = b.Parameter(0, Shape(DType::kF32, {64, 32}), "q");
+  auto* k = b.Parameter(1, Shape(DType::kF32, {32, 256}), "k");
+  auto* v = b.Parameter(2, Shape(DType::kF32, {256, 16}), "v");
+  ir::DotDims dims;
+  dims.lhs_contracting = {1};
+  dims.rhs_contracting = {0};
+  auto* qk = b.Dot(q, k, dims);
+  auto* l = b.Mul(qk, b.BroadcastScalar(b.ConstantScalar(DType::kF32, 0.125), {64, 256}));
+  auto* mx = b.Reduce(l, {1}, ir::ReduceKind::kMax);
+  auto* e = b.Exp(b.Sub(l, b.Broadcast(mx, {64, 256}, {0})));
+  auto* sm = b.Reduce(e, {1}, ir::ReduceKind::kAdd);
+  auto* y = b.Div(e, b.Broadcast(sm, {64, 256}, {0}));
+  auto* out = b.Dot(y, v, dims);
+  b.computation()->set_root(out);
+  const FusionPlan plan = Plan(m, true);
+  const FusionGroup& logits = GroupOf(plan, mx);
+  CHECK(plan.group_of.at(qk) == plan.group_of.at(mx));
+  // The scaling is cheap and streams no more than qk: each kernel that reads it recomputes it
+  // from qk (a copy), so qk is the value written.
+  CHECK(plan.group_of.count(l) == 0);
+  CHECK(std::count(logits.members.begin(), logits.members.end(), l) == 1);
+  CHECK(logits.kind == FusionKind::kOutput);
+  CHECK(logits.outputs == std::vector<const ir::Instruction*>{qk, mx});
+  CHECK(logits.hbm_bytes == 106752);
+  const FusionGroup& sum = GroupOf(plan, sm);
+  CHECK(plan.group_of.at(sm) != plan.group_of.at(mx));
+  CHECK(sum.kind == FusionKind::kInput);
+  CHECK(sum.hbm_bytes == 66048);
+  const FusionGroup& context = GroupOf(plan, out);
+  CHECK(context.kind == FusionKind::kOutput);
+  CHECK(context.hbm_bytes == 86528);
+  double total = 0;
+  for (const FusionGroup& g : plan.groups) total += g.hbm_bytes;
+  CHECK(total == 259328);
+}
+
+TEST_CASE(
+    "a dot's kernel with a reduce runs where the dot was, unless the reduce reads later values") {
+  // y = dot(x, w) f32[64,32]; z = log(p) f32[64] (expensive, and of another shape: a kernel of
+  // its own) comes between y and the reduce in program order. r = reduce-add(y) reads only y:
+  // the merged kernel runs at the dot's place, before z's kernel. r = reduce-add(y *
+  // broadcast(z)) reads z, which is made after the dot: the merged kernel runs at the reduce's
+  // place, after z's.
+  for (const bool reads_z : {false, true}) {
+    CAPTURE(reads_z);
+    ir::Module m("placement");
+    Builder b(m.AddComputation("main", true));
+    auto* x = b.Parameter(0, Shape(DType::kF32, {64, 256}), "x");
+    auto* w = b.Parameter(1, Shape(DType::kF32, {256, 32}), "w");
+    auto* p = b.Parameter(2, Shape(DType::kF32, {64}), "p");
+    ir::DotDims dims;
+    dims.lhs_contracting = {1};
+    dims.rhs_contracting = {0};
+    auto* y = b.Dot(x, w, dims);
+    auto* z = b.Log(p);
+    auto* r =
+        b.Reduce(reads_z ? b.Mul(y, b.Broadcast(z, {64, 32}, {0})) : y, {1}, ir::ReduceKind::kAdd);
+    b.computation()->set_root(b.Tuple({y, z, r}));
+    const FusionPlan plan = Plan(m, true);
+    CHECK(plan.group_of.at(y) == plan.group_of.at(r));
+    CHECK(GroupOf(plan, r).kind == FusionKind::kOutput);
+    if (reads_z) {
+      CHECK(plan.group_of.at(r) > plan.group_of.at(z));
+    } else {
+      CHECK(plan.group_of.at(r) < plan.group_of.at(z));
+    }
+  }
+}
+
+TEST_CASE("a reduce that only shares an input with a dot stays out of the dot's kernel") {
+  // r = reduce-add(x) over dim 1 and y = dot(x, w): siblings (both read x), but the reduce does
+  // not read the dot's result, so nothing comes out of the matrix unit for it to fold: two
+  // kernels. x f32[64,256] (65536 B), w f32[256,32] (32768 B), y f32[64,32] (8192 B), r f32[64].
+  //  dot: 65536 + 32768 + 8192 = 106496 B; reduce: 65536 + 256 = 65792 B.
+  ir::Module m("siblings");
+  Builder b(m.AddComputation("main", true));
+  auto* x = b.Parameter(0, Shape(DType::kF32, {64, 256}), "x");
+  auto* w = b.Parameter(1, Shape(DType::kF32, {256, 32}), "w");
+  ir::DotDims dims;
+  dims.lhs_contracting = {1};
+  dims.rhs_contracting = {0};
+  auto* y = b.Dot(x, w, dims);
+  auto* r = b.Reduce(x, {1}, ir::ReduceKind::kAdd);
+  b.computation()->set_root(b.Tuple({y, r}));
+  const FusionPlan plan = Plan(m, true);
+  CHECK(plan.group_of.at(y) != plan.group_of.at(r));
+  CHECK(GroupOf(plan, y).hbm_bytes == 106496);
+  CHECK(GroupOf(plan, r).hbm_bytes == 65792);
+}
+
 TEST_CASE("an elementwise chain fuses into a dot's operand: the normalised rows never reach HBM") {
   // y = dot(x / broadcast(s), w): x f32[64,256] (65536 B), s f32[64] (256 B), w f32[256,32]
   // (32768 B), y f32[64,32] (8192 B). One output kernel computes the divide on x's tiles as they
