@@ -102,16 +102,56 @@ void ValidateModelConfig(const GShardModelConfig& c) {
   if (!(c.aux_loss_coefficient >= 0)) fail("aux_loss_coefficient", "must be >= 0");
 }
 
+std::vector<LayerStack> SideStacks(const GShardModelConfig& c, bool decoder) {
+  const MoeLayerConfig& l = c.layer;
+  const int64_t m = l.d_model, h = l.d_ff, e = l.num_experts;
+  const int64_t n = l.num_heads, k = l.head_dim;
+  std::vector<LayerStack> stacks;
+  for (int64_t p = 0; p < c.moe_every; ++p) {
+    const std::string at = "l" + std::to_string(p) + ".";
+    auto attention = [&](const std::string& prefix, const std::string& ln) {
+      stacks.push_back({at + ln + "_scale", {m}});
+      stacks.push_back({at + ln + "_bias", {m}});
+      for (const char* w : {"wq", "wk", "wv"}) stacks.push_back({at + prefix + w, {m, n, k}});
+      stacks.push_back({at + prefix + "wo", {n, k, m}});
+    };
+    attention("attention_", "ln_attention");
+    if (decoder) attention("cross_", "ln_cross");
+    stacks.push_back({at + "ln_ffn_scale", {m}});
+    stacks.push_back({at + "ln_ffn_bias", {m}});
+    if (p + 1 < c.moe_every) {
+      stacks.push_back({at + "ffn_wi", {m, h}});
+      stacks.push_back({at + "ffn_wo", {h, m}});
+    } else {
+      stacks.push_back({at + "wg", {m, e}});
+      stacks.push_back({at + "wi", {e, m, h}, true});
+      stacks.push_back({at + "wo", {e, h, m}, true});
+    }
+  }
+  return stacks;
+}
+
+Instruction* LayerWeight(Builder& b, Instruction* stack, Instruction* layer, const LayerStack& s,
+                         const MoeLayerConfig& l, bool cast) {
+  std::vector<Instruction*> starts = {layer};
+  std::vector<int64_t> sizes = {1};
+  Instruction* zero = b.ConstantScalar(DType::kS32, 0);
+  for (int64_t d : s.dims) {
+    starts.push_back(zero);
+    sizes.push_back(d);
+  }
+  Instruction* w = b.Reshape(b.DynamicSlice(stack, starts, sizes), s.dims);
+  if (cast && w->shape.dtype != l.dtype) w = b.Convert(w, l.dtype);
+  Named(w, s.name);
+  if (l.annotate && !(s.expert && l.annotate_experts)) partitioner::Replicate(w);
+  return w;
+}
+
 namespace {
 
 enum class Side { kEncoder, kDecoder };
 
-// One stacked weight of a side: [R, dims...], split on its expert dim when it has one.
-struct Stack {
-  std::string name;           // "l1.wi"
-  std::vector<int64_t> dims;  // one layer's shape
-  bool expert = false;        // dims[0] is E
-};
+using Stack = LayerStack;
 
 // The builder of one model: the config, the entry builder, the parameter counter.
 class ModelBuilder {
@@ -124,6 +164,8 @@ class ModelBuilder {
         stacked_(stacked) {}
 
   Instruction* Build();
+  // The encoder alone: source tokens -> embedding -> encoder layers -> final LayerNorm.
+  Instruction* BuildEncoder();
 
  private:
   Instruction* Param(const Shape& shape, const std::string& name) {
@@ -136,7 +178,7 @@ class ModelBuilder {
   Instruction* SplitGroups(Instruction* x) {
     return l_.annotate ? partitioner::Split(x, 0, l_.num_devices) : x;
   }
-  std::vector<Stack> Stacks(Side side) const;
+  std::vector<Stack> Stacks(Side side) const { return SideStacks(c_, side == Side::kDecoder); }
   // The side's layer loop on x; returns its output (before the final LayerNorm) and adds its
   // auxiliary loss to *aux.
   Instruction* AddSide(Side side, Instruction* x, Instruction* memory, Instruction** aux);
@@ -148,34 +190,6 @@ class ModelBuilder {
   std::set<std::string>* stacked_;
   int64_t next_parameter_ = 0;
 };
-
-std::vector<Stack> ModelBuilder::Stacks(Side side) const {
-  const int64_t m = l_.d_model, h = l_.d_ff, e = l_.num_experts;
-  const int64_t n = l_.num_heads, k = l_.head_dim;
-  std::vector<Stack> stacks;
-  for (int64_t p = 0; p < c_.moe_every; ++p) {
-    const std::string l = "l" + std::to_string(p) + ".";
-    auto attention = [&](const std::string& prefix, const std::string& ln) {
-      stacks.push_back({l + ln + "_scale", {m}});
-      stacks.push_back({l + ln + "_bias", {m}});
-      for (const char* w : {"wq", "wk", "wv"}) stacks.push_back({l + prefix + w, {m, n, k}});
-      stacks.push_back({l + prefix + "wo", {n, k, m}});
-    };
-    attention("attention_", "ln_attention");
-    if (side == Side::kDecoder) attention("cross_", "ln_cross");
-    stacks.push_back({l + "ln_ffn_scale", {m}});
-    stacks.push_back({l + "ln_ffn_bias", {m}});
-    if (p + 1 < c_.moe_every) {
-      stacks.push_back({l + "ffn_wi", {m, h}});
-      stacks.push_back({l + "ffn_wo", {h, m}});
-    } else {
-      stacks.push_back({l + "wg", {m, e}});
-      stacks.push_back({l + "wi", {e, m, h}, true});
-      stacks.push_back({l + "wo", {e, h, m}, true});
-    }
-  }
-  return stacks;
-}
 
 Instruction* ModelBuilder::AddSide(Side side, Instruction* x, Instruction* memory,
                                    Instruction** aux) {
@@ -216,20 +230,8 @@ Instruction* ModelBuilder::AddSide(Side side, Instruction* x, Instruction* memor
   // is a LayerNorm's (LayerNorm runs in f32).
   size_t k = 0;
   auto take = [&](bool cast = true) {
-    const Stack& s = stacks[k];
-    Instruction* stack = stacked[k++];
-    std::vector<Instruction*> starts = {t};
-    std::vector<int64_t> sizes = {1};
-    Instruction* zero = bb.ConstantScalar(DType::kS32, 0);
-    for (int64_t d : s.dims) {
-      starts.push_back(zero);
-      sizes.push_back(d);
-    }
-    Instruction* w = bb.Reshape(bb.DynamicSlice(stack, starts, sizes), s.dims);
-    if (cast && w->shape.dtype != l_.dtype) w = bb.Convert(w, l_.dtype);
-    Named(w, s.name);
-    if (l_.annotate && !(s.expert && l_.annotate_experts)) partitioner::Replicate(w);
-    return w;
+    const size_t at = k++;
+    return LayerWeight(bb, stacked[at], t, stacks[at], l_, cast);
   };
   uint64_t site = (side == Side::kEncoder ? 1000 : 2000) + l_.seed * 10007;
   auto attention_sublayer = [&](Instruction* in, Instruction* over, bool causal) {
@@ -286,6 +288,24 @@ Instruction* ModelBuilder::AddSide(Side side, Instruction* x, Instruction* memor
   return SplitGroups(b_.GetTupleElement(loop, 0));
 }
 
+Instruction* ModelBuilder::BuildEncoder() {
+  Builder::ScopeGuard scope(b_, "embedding");
+  Instruction* source =
+      SplitGroups(Param(Shape(DType::kS32, {l_.num_groups, l_.tokens_per_group}), "source_tokens"));
+  source->argument_range = {0, static_cast<double>(c_.source_vocab)};
+  Instruction* table = Weight({c_.source_vocab, l_.d_model}, "source_embedding");
+  Instruction* x = b_.Gather(table, source, 0);
+  if (x->shape.dtype != l_.dtype) x = b_.Convert(x, l_.dtype);
+  x = Named(SplitGroups(Dropout(b_, x, c_.dropout, 10 + l_.seed * 10007, nullptr, 1)),
+            "source_embedded");
+  Instruction* aux = b_.ConstantScalar(DType::kF32, 0);
+  x = AddSide(Side::kEncoder, x, nullptr, &aux);
+  Builder::ScopeGuard softmax(b_, "softmax");
+  Instruction* scale = Weight({l_.d_model}, "encoder.ln_final_scale");
+  Instruction* bias = Weight({l_.d_model}, "encoder.ln_final_bias");
+  return Named(SplitGroups(LayerNorm(b_, x, scale, bias)), "encoded");
+}
+
 Instruction* ModelBuilder::Build() {
   const int64_t g = l_.num_groups, s = l_.tokens_per_group, m = l_.d_model;
   const Shape tokens(DType::kS32, {g, s});
@@ -340,6 +360,17 @@ std::unique_ptr<ir::Module> BuildGShardModelLoss(const GShardModelConfig& c,
   if (layer_stacked != nullptr) layer_stacked->clear();
   ModelBuilder builder(c, module.get(), layer_stacked);
   module->entry()->set_root(builder.Build());
+  ir::Verify(*module);
+  return module;
+}
+
+std::unique_ptr<ir::Module> BuildGShardEncoder(const GShardModelConfig& c) {
+  ValidateModelConfig(c);
+  auto module =
+      std::make_unique<ir::Module>("gshard_encoder_" + std::to_string(c.layer.num_experts) + "e_" +
+                                   std::to_string(c.num_layers) + "l");
+  ModelBuilder builder(c, module.get(), nullptr);
+  module->entry()->set_root(builder.BuildEncoder());
   ir::Verify(*module);
   return module;
 }

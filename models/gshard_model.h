@@ -111,9 +111,31 @@ struct ParameterCount {
 };
 ParameterCount CountParameters(const ir::Module& module);
 
+// The encoder alone, verified: source_tokens [G,S] -> source_embedding -> dropout -> encoder
+// layer loop -> final LayerNorm; root "encoded" [G,S,M]. Parameters and annotations as in the
+// loss module (source_tokens, source_embedding, the encoder's stacks, its final LayerNorm).
+// What an encoder-decoder's inference runs once per batch (models/decode.h).
+std::unique_ptr<ir::Module> BuildGShardEncoder(const GShardModelConfig& config);
+
 // A toy size on `num_devices` partitions for tests and demos: 2 layers (1 + 1, both MoE),
 // G = E = max(2, D), S = 8, M = 16, H = 32, 2 heads of 8, seq_len 4, vocabularies 16 and 12, f32.
 GShardModelConfig ToyModelConfig(int64_t num_devices);
+
+// One stacked weight of a side's layer loop ("<side>.<name>" in the modules): [R, dims...] with
+// R = the loop's iterations, split on its expert dim (dims[0] = E) when `expert`.
+struct LayerStack {
+  std::string name;           // "l1.wi"
+  std::vector<int64_t> dims;  // one layer's shape
+  bool expert = false;
+};
+// The stacks of the encoder's (decoder = false) or the decoder's layer loop, in parameter order.
+std::vector<LayerStack> SideStacks(const GShardModelConfig& config, bool decoder);
+// Inside a layer loop's body: row `layer` (s32 scalar) of `stack` ([R, s.dims...]) as one
+// layer's weight of shape s.dims, named s.name, cast to the activation dtype unless `cast` is
+// false (a LayerNorm's scale and bias stay in the weight dtype), and annotated replicated
+// unless it is an expert weight that the config splits over the experts.
+ir::Instruction* LayerWeight(ir::Builder& b, ir::Instruction* stack, ir::Instruction* layer,
+                             const LayerStack& s, const MoeLayerConfig& config, bool cast);
 
 // Throws podsim::Error naming the field ("model.moe_every: ...") for a bad size.
 void ValidateModelConfig(const GShardModelConfig& config);
