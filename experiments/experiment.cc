@@ -31,6 +31,7 @@ const std::map<std::string, Runner>& Runners() {
       {"routing_skew", {RunRoutingSkew, CheckRoutingSkew}},
       {"spatial_partitioning", {RunSpatialPartitioning, CheckSpatialPartitioning}},
       {"dense_baseline", {RunDenseBaseline, CheckDenseBaseline}},
+      {"inference", {RunInference, CheckInference}},
   };
   return runners;
 }

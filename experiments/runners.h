@@ -52,6 +52,7 @@ RunSummary RunSweep(const ExperimentContext& ctx);
 RunSummary RunRoutingSkew(const ExperimentContext& ctx);
 RunSummary RunSpatialPartitioning(const ExperimentContext& ctx);
 RunSummary RunDenseBaseline(const ExperimentContext& ctx);
+RunSummary RunInference(const ExperimentContext& ctx);
 // An MPI rank other than 0: runs the points rank 0 hands out (experiments/distributed.h).
 void RunSweepWorker(const ExperimentContext& ctx);
 void CheckCollectiveSweep(const nlohmann::json& config);
@@ -63,5 +64,6 @@ void CheckSweep(const nlohmann::json& config);
 void CheckRoutingSkew(const nlohmann::json& config);
 void CheckSpatialPartitioning(const nlohmann::json& config);
 void CheckDenseBaseline(const nlohmann::json& config);
+void CheckInference(const nlohmann::json& config);
 
 }  // namespace podsim::experiments
