@@ -309,9 +309,7 @@ RunSummary RunSpatialPartitioning(const ExperimentContext& ctx) {
                          {"name", c.name},
                          {"config", ctx.config},
                          {"summary", summary.ToString()},
-                         {"resolved",
-                          {{"sim", sim::SimOptions::FromJson(c.sim, "sim").ToJson()},
-                           {"optimizer", c.optimizer.ToJson()}}},
+                         {"resolved", ResolvedTrainingSetup(c.sim, c.optimizer)},
                          {"points", points}});
   if (c.plot) WritePlot(ctx, c, plotted);
   return summary;

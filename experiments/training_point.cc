@@ -54,6 +54,12 @@ sim::SimOptions PointSimOptions(const nlohmann::json& sim, const nlohmann::json&
   return options;
 }
 
+nlohmann::json ResolvedTrainingSetup(const nlohmann::json& sim,
+                                     const models::OptimizerConfig& optimizer) {
+  return {{"sim", sim::SimOptions::FromJson(sim, "sim").ToJson()},
+          {"optimizer", optimizer.ToJson()}};
+}
+
 void CheckTrainingPoint(const TrainingPointSpec& spec, const std::string& path) {
   const nlohmann::json topology_json = TopologyJson(spec, path);
   const int64_t cores =

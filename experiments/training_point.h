@@ -38,6 +38,11 @@ nlohmann::json PointTopologyJson(const std::string& topology, const nlohmann::js
 sim::SimOptions PointSimOptions(const nlohmann::json& sim, const nlohmann::json& topology_json,
                                 const std::string& path, int64_t cores);
 
+// What results.json records as "resolved" for a training experiment: its sim options and its
+// optimizer with every default filled in.
+nlohmann::json ResolvedTrainingSetup(const nlohmann::json& sim,
+                                     const models::OptimizerConfig& optimizer);
+
 // Checks that the point can run without running it: ConfigError naming `path` (its topology,
 // its model on that many cores, its sim options).
 void CheckTrainingPoint(const TrainingPointSpec& spec, const std::string& path);

@@ -348,9 +348,7 @@ RunSummary RunTrainingStep(const ExperimentContext& ctx) {
                          {"name", c.name},
                          {"config", ctx.config},
                          {"summary", summary.ToString()},
-                         {"resolved",
-                          {{"sim", sim::SimOptions::FromJson(c.sim, "sim").ToJson()},
-                           {"optimizer", c.optimizer.ToJson()}}},
+                         {"resolved", ResolvedTrainingSetup(c.sim, c.optimizer)},
                          {"points", points}});
   if (c.plot != "none") WritePlot(ctx, c, plotted);
   return summary;
