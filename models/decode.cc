@@ -78,6 +78,14 @@ void ValidateDecodeConfig(const DecodeConfig& c) {
   const double tokens = static_cast<double>(c.SentencesPerGroup()) *
                         static_cast<double>(std::max(c.source_len, c.beam * c.max_len));
   if (tokens > (1 << 30)) fail("batch", "more than 2^30 tokens per group");
+  // The caches' bytes (KvCacheBytesPerPartition) must be int64 values, with room to sum them.
+  const MoeLayerConfig& l = c.model.layer;
+  const double per_position = 2.0 * static_cast<double>(l.num_heads) *
+                              static_cast<double>(l.head_dim) * 4.0 *
+                              static_cast<double>(std::max<int64_t>(c.model.num_layers, 1));
+  if (tokens * static_cast<double>(c.partitions()) * per_position > 0x1p60) {
+    fail("batch", "the KV caches would exceed 2^60 bytes");
+  }
   ValidateModelConfig(PrefillModelConfig(c));
   ValidateModelConfig(DecodeModelConfig(c));
 }
@@ -127,7 +135,6 @@ std::unique_ptr<ir::Module> BuildPrefill(const DecodeConfig& c) {
     }
   }
   entry->set_root(b.Tuple(caches));
-  module->RemoveDeadCode();  // the encoder's root is now an operand only
   ir::Verify(*module);
   return module;
 }
@@ -406,7 +413,7 @@ std::unique_ptr<ir::Module> BuildDecodeStep(const DecodeConfig& c) {
                                    "e_" + std::to_string(c.model.num_layers) + "l_b" +
                                    std::to_string(c.batch) + "_w" + std::to_string(c.beam));
   DecodeBuilder(c, module.get()).Build();
-  module->RemoveDeadCode();
+  module->RemoveDeadCode();  // as XLA's DCE would: the simulator runs every instruction
   ir::Verify(*module);
   return module;
 }

@@ -182,6 +182,17 @@ TEST_CASE("bad inference sizes are errors naming the field") {
   c = Toy();
   c.max_len = 0;
   CHECK_THROWS_WITH_AS(BuildPrefill(c), doctest::Contains("inference.max_len"), Error);
+  // 2^30 tokens per group (1,024 sentences of 2^20 positions) on 4 partitions, 64 layers of
+  // 1,024 heads of 1,024: 2^30 x 4 x (2 x 2^20 x 4 B x 64) = 2^61 bytes of caches.
+  c = Toy();
+  c.batch = 4096;
+  c.beam = 1;
+  c.max_len = 1 << 20;
+  c.source_len = 1;
+  c.model.layer.num_heads = 1024;
+  c.model.layer.head_dim = 1024;
+  c.model.num_layers = 64;
+  CHECK_THROWS_WITH_AS(BuildDecodeStep(c), doctest::Contains("2^60 bytes"), Error);
   CHECK_THROWS_WITH_AS(DecodeConfig::FromJson(nlohmann::json{{"beams", 4}}, "inference", Toy()),
                        doctest::Contains("inference.beams"), ConfigError);
   CHECK_THROWS_WITH_AS(DecodeConfig::FromJson(nlohmann::json{{"batch", 0}}, "inference", Toy()),
