@@ -174,11 +174,12 @@ RunSummary RunInference(const ExperimentContext& ctx) {
                                           {"communication_us", cat.communication.micros()}};
           }
         }
-        // Either program out of HBM makes the point out of memory.
-        for (const sim::RunResult* r : {&p, &s}) {
+        // Either program out of HBM makes the point out of memory; the message names which.
+        for (const auto& [program, r] : {std::pair{"prefill", &p}, std::pair{"decode step", &s}}) {
           if (r->memory.oom) {
             o.status = kPointOom;
-            o.error = r->memory.message;
+            o.error +=
+                (o.error.empty() ? "" : "; ") + std::string(program) + ": " + r->memory.message;
           }
         }
       } catch (const Error& e) {
