@@ -82,15 +82,15 @@ struct InferenceConfig {
     r.Finish();
     // Every (point, batch) must be buildable: errors now, naming the point.
     for (size_t k = 0; k < c.points.size(); ++k) {
-      for (int64_t batch : c.batches) c.Decode(k, batch, nullptr);
+      for (int64_t batch : c.batches) c.Decode(k, batch);
     }
     return c;
   }
 
   std::string PointPath(size_t k) const { return IndexPath(".points", k); }
 
-  // The decode config of point k at `batch`; its topology JSON into *topology_json.
-  models::DecodeConfig Decode(size_t k, int64_t batch, nlohmann::json* topology_json) const {
+  // The decode config of point k at `batch`: ConfigError naming the point if it cannot run.
+  models::DecodeConfig Decode(size_t k, int64_t batch) const {
     const InferencePoint& p = points[k];
     const std::string path = PointPath(k);
     const nlohmann::json tj = PointTopologyJson(p.topology, p.topology_overrides, path);
@@ -107,7 +107,6 @@ struct InferenceConfig {
       FailAt(path, std::string(e.what()) + " (batch " + std::to_string(batch) + ")");
     }
     PointSimOptions(sim, tj, path, cores);
-    if (topology_json) *topology_json = tj;
     return d;
   }
 };
@@ -147,14 +146,14 @@ RunSummary RunInference(const ExperimentContext& ctx) {
   int64_t plotted = 0, ooms = 0;
   for (size_t k = 0; k < c.points.size(); ++k) {
     if (k > 0) data << "\n\n";
-    nlohmann::json tj;
-    c.Decode(k, c.batches[0], &tj);
+    const nlohmann::json tj =
+        PointTopologyJson(c.points[k].topology, c.points[k].topology_overrides, c.PointPath(k));
     const std::unique_ptr<topo::Topology> topology =
         topo::LoadTopology(tj, c.PointPath(k) + ".topology");
     const sim::SimOptions options =
         PointSimOptions(c.sim, tj, c.PointPath(k), topology->num_cores());
     for (int64_t batch : c.batches) {
-      const models::DecodeConfig d = c.Decode(k, batch, nullptr);
+      const models::DecodeConfig d = c.Decode(k, batch);
       const models::KvCacheBytes kv = models::KvCacheBytesPerPartition(d);
       Outcome o;
       try {

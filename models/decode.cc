@@ -216,18 +216,7 @@ void DecodeBuilder::Build() {
   const std::vector<LayerStack> stacks = SideStacks(m_, /*decoder=*/true);
   std::vector<Instruction*> weights;
   for (const LayerStack& st : stacks) {
-    std::vector<int64_t> dims = st.dims;
-    dims.insert(dims.begin(), r);
-    Builder::ScopeGuard scope(b_, std::string(st.expert ? kScopeMoeFfn : kScopeProjections));
-    Instruction* x = Param(Shape(l_.weight_dtype, dims), "decoder." + st.name);
-    if (l_.annotate) {
-      if (st.expert && l_.annotate_experts) {
-        partitioner::Split(x, 1, l_.num_devices);
-      } else if (!st.expert) {
-        partitioner::Replicate(x);
-      }
-    }
-    weights.push_back(x);
+    weights.push_back(StackParameter(b_, next_++, st, r, l_, "decoder." + st.name));
   }
   Instruction *final_scale, *final_bias;
   {

@@ -131,6 +131,22 @@ std::vector<LayerStack> SideStacks(const GShardModelConfig& c, bool decoder) {
   return stacks;
 }
 
+Instruction* StackParameter(Builder& b, int64_t number, const LayerStack& s, int64_t iterations,
+                            const MoeLayerConfig& l, const std::string& name) {
+  std::vector<int64_t> dims = s.dims;
+  dims.insert(dims.begin(), iterations);
+  Builder::ScopeGuard scope(b, std::string(s.expert ? kScopeMoeFfn : kScopeProjections));
+  Instruction* w = b.Parameter(number, Shape(l.weight_dtype, dims), name);
+  if (l.annotate) {
+    if (s.expert && l.annotate_experts) {
+      partitioner::Split(w, 1, l.num_devices);
+    } else if (!s.expert) {
+      partitioner::Replicate(w);
+    }
+  }
+  return w;
+}
+
 Instruction* LayerWeight(Builder& b, Instruction* stack, Instruction* layer, const LayerStack& s,
                          const MoeLayerConfig& l, bool cast) {
   std::vector<Instruction*> starts = {layer};
@@ -199,17 +215,8 @@ Instruction* ModelBuilder::AddSide(Side side, Instruction* x, Instruction* memor
   // Entry: the stacked weights.
   std::vector<Instruction*> weights;
   for (const Stack& s : stacks) {
-    std::vector<int64_t> dims = s.dims;
-    dims.insert(dims.begin(), trips);
-    Builder::ScopeGuard scope(b_, std::string(s.expert ? kScopeMoeFfn : kScopeProjections));
-    Instruction* w = Param(Shape(c_.layer.weight_dtype, dims), side_name + "." + s.name);
-    if (l_.annotate) {
-      if (s.expert && l_.annotate_experts) {
-        partitioner::Split(w, 1, l_.num_devices);
-      } else if (!s.expert) {
-        partitioner::Replicate(w);
-      }
-    }
+    Instruction* w =
+        StackParameter(b_, next_parameter_++, s, trips, l_, side_name + "." + s.name);
     weights.push_back(w);
     if (stacked_ != nullptr) stacked_->insert(w->name);
   }

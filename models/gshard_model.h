@@ -130,6 +130,12 @@ struct LayerStack {
 };
 // The stacks of the encoder's (decoder = false) or the decoder's layer loop, in parameter order.
 std::vector<LayerStack> SideStacks(const GShardModelConfig& config, bool decoder);
+// The entry parameter `number` holding `s` stacked over `iterations` layers ([iterations,
+// s.dims...] in the weight dtype), named `name`, in the projections' or (expert weights) the
+// MoE FFN's scope, annotated split on its expert dim or replicated as the config says.
+ir::Instruction* StackParameter(ir::Builder& b, int64_t number, const LayerStack& s,
+                                int64_t iterations, const MoeLayerConfig& config,
+                                const std::string& name);
 // Inside a layer loop's body: row `layer` (s32 scalar) of `stack` ([R, s.dims...]) as one
 // layer's weight of shape s.dims, named s.name, cast to the activation dtype unless `cast` is
 // false (a LayerNorm's scale and bias stay in the weight dtype), and annotated replicated
