@@ -10,6 +10,11 @@
 // moves to a lower bucket, so each is moved at most 64 times and in practice a few, by
 // sequential appends instead of a heap's cache-missing sift over millions of entries.
 //
+// The buckets above 0 are chains of fixed-size blocks from one pool: a bucket grows without
+// moving what it holds (a vector's doubling copied every entry of a bucket of millions, and a
+// freed one faulted its pages back in), and a bucket emptied by a redistribution hands its
+// blocks to the next to fill. The pool keeps the peak's blocks until the queue is destroyed.
+//
 // Bucket 0 is kept in push-sequence order: entries reach it either pushed with the base key (a
 // later sequence than every entry there) or redistributed from a higher bucket when it is
 // empty, and then sorted by sequence. Looking at the top moves the base up to the smallest key;
@@ -21,6 +26,8 @@
 #include <bit>
 #include <cstdint>
 #include <functional>
+#include <limits>
+#include <memory>
 #include <stdexcept>
 #include <vector>
 
@@ -42,7 +49,7 @@ class RadixQueue {
       std::push_heap(early_.begin(), early_.end(), std::greater<>());
       return;
     }
-    buckets_[BucketOf(key)].push_back(e);
+    Append(BucketOf(key), e);
   }
 
   // The smallest key; requires !empty().
@@ -58,8 +65,8 @@ class RadixQueue {
     if (!early_.empty() && e == &early_.front()) {
       std::pop_heap(early_.begin(), early_.end(), std::greater<>());
       early_.pop_back();
-    } else if (++head_ == buckets_[0].size()) {
-      buckets_[0].clear();
+    } else if (++head_ == zero_.size()) {
+      zero_.clear();
       head_ = 0;
     }
     --size_;
@@ -70,7 +77,7 @@ class RadixQueue {
   // early heap, a later one). For prefetching only.
   const Value* PeekSameKey(size_t ahead) const {
     const size_t i = head_ + ahead;
-    return i < buckets_[0].size() ? &buckets_[0][i].value : nullptr;
+    return i < zero_.size() ? &zero_[i].value : nullptr;
   }
 
  private:
@@ -81,19 +88,57 @@ class RadixQueue {
     bool operator>(const Entry& o) const { return key != o.key ? key > o.key : seq > o.seq; }
   };
 
+  // Entries per block: 48 KiB with an 8-byte value.
+  static constexpr size_t kBlockEntries = 2048;
+  struct Chain {
+    std::vector<uint32_t> blocks;  // indices into blocks_, in fill order
+    size_t size = 0;               // entries; all blocks full but the last
+  };
+
   size_t BucketOf(int64_t key) const {
     const uint64_t diff = static_cast<uint64_t>(key) ^ static_cast<uint64_t>(base_);
     return diff == 0 ? 0 : static_cast<size_t>(std::bit_width(diff));
   }
 
+  void Append(size_t bucket, const Entry& e) {
+    if (bucket == 0) {
+      zero_.push_back(e);
+      return;
+    }
+    Chain& chain = chains_[bucket];
+    const size_t at = chain.size % kBlockEntries;
+    if (at == 0) {
+      if (free_blocks_.empty()) {
+        free_blocks_.push_back(static_cast<uint32_t>(blocks_.size()));
+        blocks_.push_back(std::make_unique_for_overwrite<Entry[]>(kBlockEntries));
+      }
+      chain.blocks.push_back(free_blocks_.back());
+      free_blocks_.pop_back();
+    }
+    blocks_[chain.blocks.back()][at] = e;
+    ++chain.size;
+  }
+
+  // Calls f on each entry of the chain, in push order.
+  template <typename F>
+  void ForEach(const Chain& chain, F&& f) const {
+    size_t left = chain.size;
+    for (const uint32_t b : chain.blocks) {
+      const Entry* block = blocks_[b].get();
+      const size_t n = std::min(left, kBlockEntries);
+      for (size_t i = 0; i < n; ++i) f(block[i]);
+      left -= n;
+    }
+  }
+
   // The next entry to pop (in bucket 0 or the early heap); requires size_ > 0.
   const Entry* Top() {
-    if (head_ == buckets_[0].size() && size_ > early_.size()) Settle();
-    const bool radix = head_ < buckets_[0].size();
-    if (early_.empty()) return &buckets_[0][head_];
+    if (head_ == zero_.size() && size_ > early_.size()) Settle();
+    const bool radix = head_ < zero_.size();
+    if (early_.empty()) return &zero_[head_];
     if (!radix) return &early_.front();
     const Entry& a = early_.front();
-    const Entry& b = buckets_[0][head_];
+    const Entry& b = zero_[head_];
     return b > a ? &a : &b;
   }
 
@@ -102,26 +147,27 @@ class RadixQueue {
   // order.
   void Settle() {
     size_t b = 1;
-    while (buckets_[b].empty()) ++b;
-    std::vector<Entry>& from = buckets_[b];
-    int64_t min_key = from.front().key;
-    for (const Entry& e : from) min_key = std::min(min_key, e.key);
+    while (chains_[b].size == 0) ++b;
+    Chain from;
+    from.blocks.swap(chains_[b].blocks);
+    std::swap(from.size, chains_[b].size);
+    int64_t min_key = std::numeric_limits<int64_t>::max();
+    ForEach(from, [&](const Entry& e) { min_key = std::min(min_key, e.key); });
     base_ = min_key;
-    for (const Entry& e : from) buckets_[BucketOf(e.key)].push_back(e);  // each to a bucket < b
-    // A large bucket emptied gives its memory back: entries only move down, so the buckets that
-    // filled first (the high ones) would otherwise keep a peak's worth of capacity each.
-    if (from.capacity() > (size_t{1} << 20)) {
-      std::vector<Entry>().swap(from);
-    } else {
-      from.clear();
-    }
-    std::vector<Entry>& zero = buckets_[0];
-    if (zero.size() > 1) {
-      std::sort(zero.begin(), zero.end(), [](const Entry& x, const Entry& y) { return x.seq < y.seq; });
+    ForEach(from, [&](const Entry& e) { Append(BucketOf(e.key), e); });  // each to a bucket < b
+    free_blocks_.insert(free_blocks_.end(), from.blocks.begin(), from.blocks.end());
+    chains_[b].blocks.swap(from.blocks);  // keeps the index vector's capacity
+    chains_[b].blocks.clear();
+    if (zero_.size() > 1) {
+      std::sort(zero_.begin(), zero_.end(),
+                [](const Entry& x, const Entry& y) { return x.seq < y.seq; });
     }
   }
 
-  std::array<std::vector<Entry>, 65> buckets_;
+  std::vector<Entry> zero_;       // bucket 0; popped from head_
+  std::array<Chain, 65> chains_;  // buckets 1 .. 64 (chains_[0] unused)
+  std::vector<std::unique_ptr<Entry[]>> blocks_;
+  std::vector<uint32_t> free_blocks_;
   std::vector<Entry> early_;  // min-heap on (key, seq): pushed below base_
   size_t head_ = 0;           // next entry of bucket 0 to pop
   size_t size_ = 0;           // all entries, early_ included

@@ -1,17 +1,19 @@
 // base/radix_queue.h against a reference: a binary heap on (key, push sequence), the order the
 // packet network's event queue had before; plus the misuse it refuses.
 
+#include "base/radix_queue.h"
+
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <queue>
 #include <random>
 #include <stdexcept>
 #include <tuple>
+#include <utility>
 #include <vector>
-
-#include "base/radix_queue.h"
 
 namespace podsim {
 namespace {
@@ -106,6 +108,30 @@ TEST_CASE("RadixQueue matches a (key, sequence) heap on random monotone workload
                                                           : static_cast<int64_t>(rng() % (1ll << 36));
         push(key + delay);
       }
+    }
+    CHECK(q.empty());
+  }
+}
+
+TEST_CASE("RadixQueue: buckets of many blocks keep key then push order, and reuse their blocks") {
+  // 20,000 entries (about ten 2,048-entry blocks) land in one bucket (keys in [2^20, 2^21),
+  // half of them on 64 shared keys); popping them all, twice over, gives ascending keys and, on
+  // a tie, ascending push order: the (key, push index) order sorted independently.
+  RadixQueue<int> q;
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 2; ++round) {
+    const int64_t base = (int64_t{1} << 20) * (2 * round + 1);
+    std::vector<std::pair<int64_t, int>> expected;
+    for (int i = 0; i < 20000; ++i) {
+      const int64_t key = base + (i % 2 == 0 ? static_cast<int64_t>(rng() % 64)
+                                             : static_cast<int64_t>(rng() % (int64_t{1} << 20)));
+      q.Push(key, i);
+      expected.emplace_back(key, i);
+    }
+    std::sort(expected.begin(), expected.end());
+    for (const auto& [key, value] : expected) {
+      REQUIRE(q.TopKey() == key);
+      REQUIRE(q.Pop() == value);
     }
     CHECK(q.empty());
   }
