@@ -27,19 +27,21 @@ int CollectiveCommand(const Args& args) {
       "per-partition payload: 8MiB, 32MB, 4096 ...")(
       "topology", po::value<std::string>()->required(), "preset name or JSON file")(
       "algorithm", po::value<std::string>()->default_value("default"),
-      "ring | ring-bidir | torus | direct | dim-staged | halving-doubling | tree (all-reduce) | default (the fastest "
-      "of torus, ring-bidir, ring and halving-doubling on the analytic model) | best (time every "
-      "one that applies, report all, keep the fastest)")(
+      "ring | ring-bidir | torus | direct | dim-staged | halving-doubling | tree (all-reduce) | "
+      "default (all-to-all and permute: direct; else the fastest of torus, ring-bidir, ring, "
+      "halving-doubling and direct on the flow model, or by the alpha-beta closed form beyond "
+      "256 members) | best (time every one that applies, report all, keep the fastest)")(
       "network", po::value<std::string>()->default_value("flow"),
       "flow: links shared max-min fairly by the transfers in flight (contention, no packets); "
       "packet: packets queued link by link (most detailed, slowest); analytic: transfers that "
       "start together take turns on the links they share, each ending when its busiest link "
       "has sent its bytes, plus its latency (contention-aware, fastest)")(
-      "chunks", po::value<int64_t>()->default_value(1), "pipelining depth of ring/torus pieces: steps overlap under the analytic and packet "
+      "chunks", po::value<int64_t>()->default_value(1),
+      "pipelining depth of ring/torus pieces: steps overlap under the analytic and packet "
       "models; the flow model shares a step's sub-chunks, so they do not")(
       "partitions", po::value<int64_t>()->default_value(0),
-      "one group of cores 0..N-1 (default: every core)")(
-      "groups", po::value<std::string>(), "replica groups as JSON: [[0,1],[2,3]]")(
+      "one group of cores 0..N-1 (default: every core)")("groups", po::value<std::string>(),
+                                                         "replica groups as JSON: [[0,1],[2,3]]")(
       "pairs", po::value<std::string>(), "collective-permute pairs as JSON: [[0,1],[1,0]]")(
       "overhead-us", po::value<double>()->default_value(0), "fixed cost per collective")(
       "set", po::value<std::vector<std::string>>()->composing(),

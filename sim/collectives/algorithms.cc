@@ -7,6 +7,7 @@
 #include "base/format.h"
 #include "base/memory.h"
 #include "sim/collectives/algorithms_internal.h"
+#include "sim/collectives/bounds.h"
 #include "sim/collectives/closed_form.h"
 #include "sim/collectives/group_geometry.h"
 #include "sim/collectives/timing.h"
@@ -113,6 +114,15 @@ std::string DefaultAlgorithm(const CollectiveSpec& spec, const topo::Topology& t
         AlgorithmOptions options;
         options.algorithm = name;
         const Schedule schedule = BuildSchedule(spec, topology, options);
+        // No flow timing for a candidate that cannot win: one whose busiest link alone needs as
+        // long as the best so far (the flow model moves no link's bytes faster than its
+        // bandwidth). The bound is taken 0.1% low, below any rounding of split routes' bytes, so
+        // the choice is the one timing every candidate makes.
+        if (!best.empty()) {
+          const std::optional<double> bound_us =
+              BusiestLinkBound(topology, ScheduleLinkBytes(schedule, topology));
+          if (bound_us && *bound_us * 1e-6 * 0.999 >= best_s) continue;
+        }
         FlowNetwork network(topology);
         s = RunTiming(schedule, topology, network).total.seconds();
       } else {

@@ -125,6 +125,8 @@ std::optional<double> BisectionBound(const CollectiveSpec& spec, const topo::Top
   return worst;
 }
 
+}  // namespace
+
 std::optional<double> BusiestLinkBound(const topo::Topology& t, const std::vector<double>& bytes) {
   if (bytes.size() != t.links().size()) return std::nullopt;
   std::optional<double> worst;
@@ -134,6 +136,24 @@ std::optional<double> BusiestLinkBound(const topo::Topology& t, const std::vecto
   }
   return worst;
 }
+
+std::vector<double> ScheduleLinkBytes(const Schedule& schedule, const topo::Topology& topology) {
+  std::vector<double> bytes(topology.links().size(), 0.0);
+  std::vector<topo::Topology::WeightedPath> paths;
+  for (const ChunkTransfer& t : schedule.transfers) {
+    if (t.local() || t.elements == 0) continue;
+    const double b = static_cast<double>(schedule.Bytes(t));
+    const size_t n = topology.RouteSplitInto(t.src, t.dst, paths);
+    for (size_t p = 0; p < n; ++p) {
+      for (const int64_t link : paths[p].links) {
+        bytes[static_cast<size_t>(link)] += b * paths[p].fraction;
+      }
+    }
+  }
+  return bytes;
+}
+
+namespace {
 
 std::optional<double> LatencyBound(const CollectiveSpec& spec, const topo::Topology& t,
                                    const std::vector<std::vector<int64_t>>& groups) {

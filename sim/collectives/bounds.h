@@ -26,12 +26,12 @@
 //                 the routes podsim takes. Sources sampled on large groups (a smaller maximum
 //                 is still a bound).
 
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
-
 #include "sim/collectives/collective.h"
+#include "sim/collectives/schedule.h"
 #include "topologies/topology.h"
 
 namespace podsim::sim {
@@ -47,6 +47,16 @@ struct CollectiveBounds {
   // {"injection_us", "bisection_us", "busiest_link_us", "latency_us"}, null where absent.
   nlohmann::json ToJson() const;
 };
+
+// The bytes `schedule`'s network transfers put on each link of `topology` (by link id) over the
+// routes the network models take (Topology::RouteSplit; a split route's bytes by path fraction),
+// without running it: the busiest-link bound of a schedule before (or instead of) its timing.
+std::vector<double> ScheduleLinkBytes(const Schedule& schedule, const topo::Topology& topology);
+
+// The busiest-link bound in microseconds: the largest bytes[l] / bandwidth of link l; absent when
+// no link carries bytes or `bytes` is not one entry per link.
+std::optional<double> BusiestLinkBound(const topo::Topology& topology,
+                                       const std::vector<double>& bytes);
 
 // `schedule_link_bytes`: bytes the chosen schedule puts on each link, by link id
 // (TimingResult::link_bytes); empty: no busiest-link bound.

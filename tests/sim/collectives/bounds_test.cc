@@ -99,6 +99,32 @@ TEST_CASE("the v4 twist doubles the bisection, and all-to-all gets faster by abo
         1.5 * testing::FlowMicros(spec, *twisted, "direct"));
 }
 
+TEST_CASE("a schedule's link bytes, by hand, and as a timing run counts them") {
+  // A one-way ring all-gather on a ring of 4 chips: every member forwards the 3 other inputs
+  // (1 MiB each) to its + neighbour, so each + link carries 3 MiB and each - link nothing.
+  const auto ring = Grid({4}, {true});
+  const CollectiveSpec spec = Spec(CollectiveKind::kAllGather, kMiB);
+  AlgorithmOptions options;
+  options.algorithm = "ring";
+  const Schedule schedule = BuildSchedule(spec, *ring, options);
+  const std::vector<double> bytes = ScheduleLinkBytes(schedule, *ring);
+  REQUIRE(bytes.size() == ring->links().size());
+  double total = 0;
+  for (const double b : bytes) {
+    CHECK((b == 0 || b == doctest::Approx(3 * kMiB)));
+    total += b;
+  }
+  CHECK(total == doctest::Approx(4 * 3 * kMiB));
+  // 3 MiB at 1e11 B/s.
+  CHECK(*BusiestLinkBound(*ring, bytes) == doctest::Approx(3 * kMiB / 1e11 * 1e6));
+  // The flow model's run puts the same bytes on the same links.
+  const auto network = MakeNetworkModel("flow", *ring, NetworkOptions{});
+  const TimingResult timing = RunTiming(schedule, *ring, *network);
+  for (size_t l = 0; l < bytes.size(); ++l)
+    CHECK(timing.link_bytes[l] == doctest::Approx(bytes[l]));
+  CHECK(!BusiestLinkBound(*ring, std::vector<double>(bytes.size(), 0.0)));
+}
+
 TEST_CASE("bounds that do not apply are absent, not 0") {
   // Two cores of one chip: no ICI traffic is needed; only the on-chip latency bounds it.
   const auto chips = Grid({2, 2}, {true, true}, /*cores_per_chip=*/2);
