@@ -15,7 +15,7 @@ namespace podsim::cli {
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kCheckUsage =
     "usage: podsim check FILE --mesh 2x4 [--seed N] [--tolerance-factor F] [--no-poison]\n\n"
     "Propagates FILE's shardings, lowers it to SPMD for the mesh, runs both the unpartitioned\n"
     "module and the SPMD program (every partition in lockstep) on random arguments from the\n"
@@ -37,7 +37,7 @@ int CheckCommand(const Args& args) {
   pos.add("file", 1);
   po::variables_map vm;
   if (!ParseOptions(args, desc, pos, vm)) {
-    std::cout << kUsage << "\n" << desc;
+    std::cout << kCheckUsage << "\n" << desc;
     return 0;
   }
   const partitioner::DeviceMesh mesh = partitioner::DeviceMesh::Parse(vm["mesh"].as<std::string>());

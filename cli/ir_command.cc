@@ -24,7 +24,7 @@ namespace podsim::cli {
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kIrUsage =
     "usage: podsim ir <verb> FILE [options]\n\n"
     "verbs:\n"
     "  verify FILE            parse and verify; prints a one-line summary\n"
@@ -197,14 +197,14 @@ int Import(const Args& args) {
 
 int IrCommand(const Args& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    (args.empty() ? std::cerr : std::cout) << kUsage;
+    (args.empty() ? std::cerr : std::cout) << kIrUsage;
     return args.empty() ? 2 : 0;
   }
   const std::map<std::string, int (*)(const Args&)> verbs = {
       {"verify", Verify}, {"print", Print}, {"cost", Cost}, {"eval", Eval}, {"convert", Convert},
       {"import", Import}};
   auto it = verbs.find(args[0]);
-  if (it == verbs.end()) throw Error("unknown verb 'ir " + args[0] + "'\n" + kUsage);
+  if (it == verbs.end()) throw Error("unknown verb 'ir " + args[0] + "'\n" + kIrUsage);
   try {
     return it->second(Args(args.begin() + 1, args.end()));
   } catch (const po::error& e) {

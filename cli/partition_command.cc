@@ -16,7 +16,7 @@ namespace podsim::cli {
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kPartitionUsage =
     "usage: podsim partition FILE --mesh 4x2 [--print] [--explain] [--out OUT.hlo]\n\n"
     "Propagates FILE's sharding annotations to every instruction and lowers it to one SPMD\n"
     "program for the mesh's devices. Bad shardings (a dim split into more parts than devices,\n"
@@ -54,7 +54,7 @@ int PartitionCommand(const Args& args) {
   pos.add("file", 1);
   po::variables_map vm;
   if (!ParseOptions(args, desc, pos, vm)) {
-    std::cout << kUsage << "\n" << desc;
+    std::cout << kPartitionUsage << "\n" << desc;
     return 0;
   }
   const partitioner::DeviceMesh mesh = partitioner::DeviceMesh::Parse(vm["mesh"].as<std::string>());

@@ -22,7 +22,7 @@ namespace podsim::cli {
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kTrainStepUsage =
     "usage: podsim train-step [--config FILE.json] [--devices D] [--layers L] [--preset NAME]\n"
     "                         [--toy] [--optimizer KIND] [-o OUT.hlo|OUT.pb]\n\n"
     "Builds one training step of the MoE layer pair (token embeddings, a Transformer layer, an\n"
@@ -37,7 +37,8 @@ constexpr const char* kUsage =
     "--gradients,] updated weights, updated state), the updated values donated\n"
     "(input_output_alias: written over their parameters).\n\n"
     "--config: {\"model\": {sizes as in an experiment's model}, \"loss\": {\"vocab_size\": V,\n"
-    "\"aux_loss_coefficient\": k}, \"optimizer\": {\"kind\": \"adafactor\"|\"adam\"|\"sgd\", ...}}\n"
+    "\"aux_loss_coefficient\": k}, \"optimizer\": {\"kind\": \"adafactor\"|\"adam\"|\"sgd\", "
+    "...}}\n"
     "(docs/training.md); the whole model (--layers, --preset, or a model with \"preset\" or\n"
     "\"num_layers\") also takes preset, num_layers, moe_every, experts, groups or batch_tokens,\n"
     "capacity_factor, source_vocab, target_vocab, dropout, weight_dtype, and the loss only\n"
@@ -67,7 +68,7 @@ int TrainStepCommand(const Args& args) {
   po::positional_options_description pos;
   po::variables_map vm;
   if (!ParseOptions(args, desc, pos, vm)) {
-    std::cout << kUsage << "\n" << desc;
+    std::cout << kTrainStepUsage << "\n" << desc;
     return 0;
   }
   nlohmann::json config = nlohmann::json::object();

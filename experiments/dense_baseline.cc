@@ -46,7 +46,7 @@ namespace podsim::experiments {
 
 namespace {
 
-const std::vector<std::string> kColumns = {
+const std::vector<std::string> kDenseColumns = {
     "stages",  "micro_batches", "replicas",     "micro_batch_tokens",
     "step_s",  "bubble",        "forward_ms",   "backward_ms",
     "send_ms", "allreduce_ms",  "optimizer_ms", "peak_gib",
@@ -137,7 +137,7 @@ struct DenseBaselineConfig {
   }
 };
 
-struct Point {
+struct DensePoint {
   int64_t stages = 0, micro_batches = 0;
   std::string status;
   pipeline::GPipeRun run;
@@ -145,12 +145,12 @@ struct Point {
 };
 
 void WritePlot(const ExperimentContext& ctx, const DenseBaselineConfig& c,
-               const std::vector<Point>& points) {
+               const std::vector<DensePoint>& points) {
   std::ostringstream data, gp;
   for (size_t s = 0; s < c.stages.size(); ++s) {
     if (s > 0) data << "\n\n";
     data << "# " << c.stages[s] << " stages\nmicro_batches step_s bubble\n";
-    for (const Point& p : points) {
+    for (const DensePoint& p : points) {
       if (p.stages != c.stages[s] || p.status != kPointOk) continue;
       data << p.micro_batches << ' ' << FormatFixed(p.step_s, 4) << ' '
            << FormatFixed(p.run.schedule.bubble_fraction, 4) << '\n';
@@ -209,8 +209,8 @@ RunSummary RunDenseBaseline(const ExperimentContext& ctx) {
   const std::unique_ptr<topo::Topology> topology = topo::LoadTopology(topology_json, "topology");
   const int64_t cores = topology->num_cores();
 
-  std::vector<Point> points;
-  CsvTable table(kColumns);
+  std::vector<DensePoint> points;
+  CsvTable table(kDenseColumns);
   nlohmann::json points_json = nlohmann::json::array();
   const int64_t total =
       static_cast<int64_t>(c.stages.size() * c.micro_batches.size()) + (c.has_moe ? 1 : 0);
@@ -219,13 +219,13 @@ RunSummary RunDenseBaseline(const ExperimentContext& ctx) {
     for (int64_t m : c.micro_batches) {
       const std::string label = std::to_string(k) + " stages x " + std::to_string(m) + " micro";
       progress.Start(label);
-      Point p;
+      DensePoint p;
       p.stages = k;
       p.micro_batches = m;
       nlohmann::json pj = {{"stages", k}, {"micro_batches", m}};
-      std::vector<std::string> row(kColumns.size());
+      std::vector<std::string> row(kDenseColumns.size());
       auto set = [&](const std::string& column, std::string value) {
-        row[std::find(kColumns.begin(), kColumns.end(), column) - kColumns.begin()] =
+        row[std::find(kDenseColumns.begin(), kDenseColumns.end(), column) - kDenseColumns.begin()] =
             std::move(value);
       };
       set("stages", std::to_string(k));
@@ -302,8 +302,8 @@ RunSummary RunDenseBaseline(const ExperimentContext& ctx) {
   }
 
   // The fastest point that fits: podsim's best GPipe configuration of the grid.
-  const Point* best = nullptr;
-  for (const Point& p : points) {
+  const DensePoint* best = nullptr;
+  for (const DensePoint& p : points) {
     if (p.status == kPointOk && (best == nullptr || p.step_s < best->step_s)) best = &p;
   }
   nlohmann::json comparison = {{"paper", c.paper}};

@@ -111,7 +111,7 @@ struct InferenceConfig {
   }
 };
 
-const std::vector<std::string> kColumns = {
+const std::vector<std::string> kInferenceColumns = {
     "point",      "topology", "cores",       "batch",        "beam",
     "prefill_ms", "token_ms", "sentence_ms", "tokens_per_s", "kv_cache_gib",
     "params_gib", "peak_gib", "status"};
@@ -139,7 +139,7 @@ RunSummary RunInference(const ExperimentContext& ctx) {
   const InferenceConfig c = InferenceConfig::FromJson(ctx.config);
   RunSummary summary;
   summary.name = c.name;
-  CsvTable table(kColumns);
+  CsvTable table(kInferenceColumns);
   nlohmann::json rows = nlohmann::json::array();
   report::Progress progress(c.name, static_cast<int64_t>(c.points.size() * c.batches.size()));
   std::ostringstream data;  // plot.csv: one block per point (columns below)

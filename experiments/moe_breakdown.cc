@@ -52,7 +52,7 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr const char* kTotal = "total";
 
-struct Point {
+struct BreakdownPoint {
   int64_t experts = 0;
   std::string topology;
 };
@@ -74,7 +74,8 @@ struct Reference {
 
 struct MoeBreakdownConfig {
   std::string name = "moe_layer_breakdown";
-  std::vector<Point> points = {{128, "tpu-v3-128"}, {512, "tpu-v3-512"}, {2048, "tpu-v3-2048"}};
+  std::vector<BreakdownPoint> points = {
+      {128, "tpu-v3-128"}, {512, "tpu-v3-512"}, {2048, "tpu-v3-2048"}};
   nlohmann::json sim = nlohmann::json::object();
   nlohmann::json topology_overrides = nlohmann::json::object();
   ModelOverrides model;
@@ -93,7 +94,7 @@ struct MoeBreakdownConfig {
       c.points.clear();
       for (size_t k = 0; k < ps.size(); ++k) {
         JsonReader p(ps[k], IndexPath(r.PathOf("points"), k));
-        Point pt;
+        BreakdownPoint pt;
         pt.experts = p.Int("experts", Limit::AtLeast(2));
         pt.topology = p.String("topology");
         p.Finish();
@@ -131,7 +132,7 @@ struct MoeBreakdownConfig {
     }
     c.baseline_experts = r.Int("baseline_experts", c.points.front().experts, Limit::AtLeast(2));
     if (std::none_of(c.points.begin(), c.points.end(),
-                     [&](const Point& p) { return p.experts == c.baseline_experts; })) {
+                     [&](const BreakdownPoint& p) { return p.experts == c.baseline_experts; })) {
       FailAt(r.PathOf("baseline_experts"), "must be one of the points' experts");
     }
     c.details = r.Bool("details", c.details);
@@ -339,7 +340,7 @@ RunSummary RunMoeLayerBreakdown(const ExperimentContext& ctx) {
   nlohmann::json points = nlohmann::json::array();
   nlohmann::json resolved_models = nlohmann::json::array();
   report::Progress progress(c.name, static_cast<int64_t>(c.points.size()));
-  for (const Point& pt : c.points) {
+  for (const BreakdownPoint& pt : c.points) {
     const models::MoeLayerConfig model = c.model.Apply(pt.experts);
     resolved_models.push_back(model.ToJson());
     sim::RunResult result;

@@ -43,7 +43,7 @@ namespace podsim::experiments {
 
 namespace {
 
-const std::vector<std::string> kColumns = {
+const std::vector<std::string> kSpatialColumns = {
     "series",        "topology",     "partitions", "mesh",          "image",   "tile",
     "step_ms",       "compute_ms",   "permutes",   "halo_mib",      "halo_ms", "allreduces",
     "allreduce_mib", "allreduce_ms", "peak_gib",   "one_image_gib", "mfu",     "status"};
@@ -200,7 +200,7 @@ RunSummary RunSpatialPartitioning(const ExperimentContext& ctx) {
   const SpatialConfig c = SpatialConfig::FromJson(ctx.config);
   RunSummary summary;
   summary.name = c.name;
-  CsvTable table(kColumns);
+  CsvTable table(kSpatialColumns);
   nlohmann::json points = nlohmann::json::array();
   std::vector<PlotPoint> plotted;
   report::Progress progress(c.name, static_cast<int64_t>(c.points.size()));
@@ -214,10 +214,10 @@ RunSummary RunSpatialPartitioning(const ExperimentContext& ctx) {
                              std::to_string((pt.width + pt.cols - 1) / pt.cols);
     std::vector<std::string> row = {pt.series, pt.topology, std::to_string(pt.rows * pt.cols),
                                     mesh,      image,       tile};
-    row.resize(kColumns.size());
+    row.resize(kSpatialColumns.size());
     auto set = [&](const std::string& column, std::string value) {
-      row[std::find(kColumns.begin(), kColumns.end(), column) - kColumns.begin()] =
-          std::move(value);
+      row[std::find(kSpatialColumns.begin(), kSpatialColumns.end(), column) -
+          kSpatialColumns.begin()] = std::move(value);
     };
     nlohmann::json point = {{"series", pt.series},
                             {"topology", pt.topology},

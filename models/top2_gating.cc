@@ -35,7 +35,7 @@ Instruction* F32Scalar(Builder& b, double v, std::vector<int64_t> dims) {
 }
 
 // pred -> f32 0/1.
-Instruction* AsF32(Builder& b, Instruction* pred) { return b.Convert(pred, DType::kF32); }
+Instruction* PredicateToF32(Builder& b, Instruction* pred) { return b.Convert(pred, DType::kF32); }
 
 }  // namespace
 
@@ -54,7 +54,7 @@ Instruction* AddOneHot(Builder& b, Instruction* index, int64_t depth) {
   dims.push_back(depth);
   Instruction* iota = b.Iota(Shape(index->shape.dtype, dims), index->shape.rank());
   Instruction* wide = b.Broadcast(index, dims, FirstDims(index->shape.rank()));
-  return AsF32(b, b.Compare(wide, iota, Comparison::kEq));
+  return PredicateToF32(b, b.Compare(wide, iota, Comparison::kEq));
 }
 
 Top2GatingResult AddTop2Gating(Builder& b, Instruction* gates, const Top2GatingOptions& options) {
@@ -95,7 +95,7 @@ Top2GatingResult AddTop2Gating(Builder& b, Instruction* gates, const Top2GatingO
     Instruction* uniform = b.RandomUniform(Shape(DType::kF32, gs), options.seed);
     Named(uniform, "second_expert_uniform");
     Instruction* sampled =
-        AsF32(b, b.Compare(b.Mul(F32Scalar(b, 2, gs), w2), uniform, Comparison::kGt));
+        PredicateToF32(b, b.Compare(b.Mul(F32Scalar(b, 2, gs), w2), uniform, Comparison::kGt));
     mask_2 = Named(b.Mul(mask_2, b.Broadcast(sampled, gse, gs_dims)), "top2_mask");
   }
   Instruction *pos_1, *pos_2;
@@ -103,11 +103,11 @@ Top2GatingResult AddTop2Gating(Builder& b, Instruction* gates, const Top2GatingO
     Instruction* cap = F32Scalar(b, capacity, gse);
     // Slot of each token in its top-1 expert: how many earlier tokens of the group chose it.
     Instruction* pos_1_e = b.Mul(b.Cumsum(mask_1, 1, /*exclusive=*/true), mask_1);
-    mask_1 = b.Mul(mask_1, AsF32(b, b.Compare(pos_1_e, cap, Comparison::kLt)));
+    mask_1 = b.Mul(mask_1, PredicateToF32(b, b.Compare(pos_1_e, cap, Comparison::kLt)));
     // Top-2 slots come after every top-1 token the expert kept.
     Instruction* kept_1 = b.Broadcast(b.Reduce(mask_1, {1}, ReduceKind::kAdd), gse, {0, 2});
     Instruction* pos_2_e = b.Mul(b.Add(b.Cumsum(mask_2, 1, /*exclusive=*/true), kept_1), mask_2);
-    mask_2 = b.Mul(mask_2, AsF32(b, b.Compare(pos_2_e, cap, Comparison::kLt)));
+    mask_2 = b.Mul(mask_2, PredicateToF32(b, b.Compare(pos_2_e, cap, Comparison::kLt)));
     // [G,S]: the slot (>= C when dropped; its one-hot over C is then all zeros).
     pos_1 = Named(b.Reduce(pos_1_e, {2}, ReduceKind::kAdd), "top1_position");
     pos_2 = Named(b.Reduce(pos_2_e, {2}, ReduceKind::kAdd), "top2_position");

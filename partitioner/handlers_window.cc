@@ -141,7 +141,7 @@ WindowOp Describe(const Instruction& i) {
 }
 
 // A compute layout for the result with a halo plan per windowed dim (nullopt: not split).
-struct Candidate {
+struct WindowCandidate {
   TileLayout layout;
   std::vector<std::optional<HaloPlan>> plans;  // per WindowOp::windowed entry
   std::vector<int64_t> too_wide;               // result dims made whole: halo > tile
@@ -274,7 +274,7 @@ ShardedValue SpmdVisitor::HandleWindowed(const Instruction& i) {
   const double latency = options_.cost_model.collective_latency_bytes;
 
   auto make = [&](TileLayout l) {
-    Candidate c{l, {}, {}, 0};
+    WindowCandidate c{l, {}, {}, 0};
     for (int64_t o = 0; o < out_rank; ++o) {
       if (!passed[o] && c.layout.tiles(o) > 1) c.layout = c.layout.Gathered(o);
     }
@@ -307,8 +307,8 @@ ShardedValue SpmdVisitor::HandleWindowed(const Instruction& i) {
   for (size_t d = 0; d < op.pass[0].size(); ++d) {
     if (op.pass[0][d] >= 0) from_operand[op.pass[0][d]] = static_cast<int64_t>(d);
   }
-  Candidate best = make(declared);
-  Candidate other = make(Operand(i, 0).layout.Projected(from_operand));
+  WindowCandidate best = make(declared);
+  WindowCandidate other = make(Operand(i, 0).layout.Projected(from_operand));
   if (other.cost < best.cost) best = std::move(other);
   const TileLayout& layout = best.layout;
 

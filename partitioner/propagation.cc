@@ -73,10 +73,10 @@ std::optional<Sharding> ElementOf(const Instruction& t, int64_t i,
   }
 }
 
-// Candidate sources, in priority order for equally specific shardings.
+// PropagationCandidate sources, in priority order for equally specific shardings.
 enum class Source : int { kForward = 0, kBackward = 1, kSideways = 2 };
 
-struct Candidate {
+struct PropagationCandidate {
   Sharding sharding;
   Source source;
   int64_t order;  // forward: operand index; otherwise 0 (ties go to votes, then CanonicalLess)
@@ -199,8 +199,8 @@ class Propagator {
     }
   }
 
-  std::vector<Candidate> ForwardCandidates(const Instruction& x) const {
-    std::vector<Candidate> out;
+  std::vector<PropagationCandidate> ForwardCandidates(const Instruction& x) const {
+    std::vector<PropagationCandidate> out;
     if (x.opcode == Opcode::kGetTupleElement) {
       if (auto s = ElementOf(*x.operands[0], x.tuple_index, rule_options_)) {
         out.push_back({std::move(*s), Source::kForward, 0});
@@ -258,8 +258,8 @@ class Propagator {
     for (const Instruction* loop : loops->second) ElementDemands(*loop, i, out);
   }
 
-  std::vector<Candidate> BackwardCandidates(const Instruction& x) const {
-    std::vector<Candidate> out;
+  std::vector<PropagationCandidate> BackwardCandidates(const Instruction& x) const {
+    std::vector<PropagationCandidate> out;
     std::vector<Sharding> demands;
     auto users = users_.find(&x);
     if (users != users_.end()) {
@@ -322,17 +322,17 @@ class Propagator {
 
   // Picks the new sharding of x from its current one and the candidates (the priority rules of
   // docs/partitioner.md) and stores it if it is strictly more specific.
-  void Offer(Instruction& x, std::vector<Candidate> candidates) {
+  void Offer(Instruction& x, std::vector<PropagationCandidate> candidates) {
     if (candidates.empty()) return;
     const int64_t rank = x.shape.rank();
     // Canonical forms, and votes: how many sources propose the same sharding.
     struct Ranked {
-      Candidate c;
+      PropagationCandidate c;
       int64_t tiles;
       int64_t votes;
     };
     std::vector<Ranked> ranked;
-    for (Candidate& c : candidates) {
+    for (PropagationCandidate& c : candidates) {
       c.sharding = Canonicalize(std::move(c.sharding), rank);
       auto same = std::find_if(ranked.begin(), ranked.end(), [&](const Ranked& r) {
         return r.c.source == c.source && r.c.sharding == c.sharding;

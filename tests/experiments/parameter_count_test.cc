@@ -17,7 +17,7 @@
 namespace podsim::experiments {
 namespace {
 
-std::vector<std::vector<std::string>> ReadCsv(const std::string& path) {
+std::vector<std::vector<std::string>> ParameterCountReadCsv(const std::string& path) {
   std::ifstream in(path);
   std::vector<std::vector<std::string>> rows;
   std::string line;
@@ -72,7 +72,7 @@ TEST_CASE("parameter_count: a small model's counts, by hand") {
                                 {{"file", "experiments/reference/gshard-paper.json"},
                                  {"table", "table1_params_billion"}}}},
                               "podsim_parameter_count_test");
-  const auto rows = ReadCsv(out + "/results.csv");
+  const auto rows = ParameterCountReadCsv(out + "/results.csv");
   REQUIRE(rows.size() == 4);
   const std::vector<std::string>& h = rows[0];
   auto col = [&](size_t row, const std::string& name) {

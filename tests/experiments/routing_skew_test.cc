@@ -37,7 +37,7 @@ nlohmann::json Config(int64_t experts, int64_t tokens, nlohmann::json distributi
   return c;
 }
 
-nlohmann::json Run(const nlohmann::json& config, const std::string& name) {
+nlohmann::json RunSkew(const nlohmann::json& config, const std::string& name) {
   const std::string out = (std::filesystem::temp_directory_path() / name).string();
   std::filesystem::remove_all(out);
   RunOptions options;
@@ -52,7 +52,7 @@ TEST_CASE("routing_skew: two experts, every token to both: drops by counting") {
   // group (as top-1 or top-2), S demands. C = factor x 2S/E = factor x S: factor 0.5 keeps S/2
   // of S (half the assignments dropped), factor 1 keeps all, whatever the sampling.
   const nlohmann::json r =
-      Run(Config(2, 1000, {{{"kind", "uniform"}}}, {0.5, 1}), "podsim_skew_two");
+      RunSkew(Config(2, 1000, {{{"kind", "uniform"}}}, {0.5, 1}), "podsim_skew_two");
   const nlohmann::json& points = r["distributions"][0]["points"];
   REQUIRE(points.size() == 2);
   CHECK(points[0]["capacity"] == 500);
@@ -71,8 +71,8 @@ TEST_CASE("routing_skew: a hot expert's drops follow its binomial demand") {
   // (280 - 200) + 120 x 7/9 = 173.33 of 800 assignments: 0.2167; over 50 groups the sampling
   // error is about 0.002.
   const nlohmann::json r =
-      Run(Config(4, 400, {{{"kind", "hot"}, {"fraction", 0.25}, {"share", 0.7}}}, {1}),
-          "podsim_skew_hot");
+      RunSkew(Config(4, 400, {{{"kind", "hot"}, {"fraction", 0.25}, {"share", 0.7}}}, {1}),
+              "podsim_skew_hot");
   const nlohmann::json& p = r["distributions"][0];
   CHECK(p["probabilities_top"][0].get<double>() == doctest::Approx(0.7));
   CHECK(p["probabilities_top"][1].get<double>() == doctest::Approx(0.1));
@@ -83,7 +83,7 @@ TEST_CASE("routing_skew: Zipf probabilities, step time by capacity, repeatable")
   // Zipf s = 1 over 8 experts: p_k proportional to 1/k; the first is 1 / H_8 = 1 / 2.717857.
   const nlohmann::json config =
       Config(8, 64, {{{"kind", "uniform"}}, {{"kind", "zipf"}, {"s", 1.0}}}, {1, 2, 4});
-  const nlohmann::json a = Run(config, "podsim_skew_zipf_a");
+  const nlohmann::json a = RunSkew(config, "podsim_skew_zipf_a");
   const nlohmann::json& zipf = a["distributions"][1];
   CHECK(zipf["probabilities_top"][0].get<double>() == doctest::Approx(1 / 2.717857));
   CHECK(zipf["probabilities_top"][1].get<double>() == doctest::Approx(0.5 / 2.717857));
@@ -99,7 +99,7 @@ TEST_CASE("routing_skew: Zipf probabilities, step time by capacity, repeatable")
             a["distributions"][0]["points"][k - 1]["step_ms"].get<double>());
     }
   }
-  const nlohmann::json b = Run(config, "podsim_skew_zipf_b");
+  const nlohmann::json b = RunSkew(config, "podsim_skew_zipf_b");
   CHECK(a["points"] == b["points"]);
 }
 

@@ -134,7 +134,7 @@ TEST_CASE("MPMD: without collectives each device's program computes its SPMD sha
   }
 }
 
-std::string ReadText(const std::string& path) {
+std::string SpmdVsMpmdReadText(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;
   s << in.rdbuf();
@@ -166,11 +166,12 @@ TEST_CASE("the spmd_vs_mpmd experiment writes its table, json and plot; MPMD obe
     options.out_dir = dir + "/out";
     options.force = true;  // the second budget replaces the first one's results
     const RunSummary summary = RunExperimentFile(path, options);
-    const std::string csv = ReadText(dir + "/out/results.csv");
+    const std::string csv = SpmdVsMpmdReadText(dir + "/out/results.csv");
     CHECK(csv.rfind("mode,partitions,instructions,partition_seconds,status\n", 0) == 0);
     CHECK(csv.find("spmd,2,") != std::string::npos);
     CHECK(csv.find("spmd,4,") != std::string::npos);
-    const nlohmann::json results = nlohmann::json::parse(ReadText(dir + "/out/results.json"));
+    const nlohmann::json results =
+        nlohmann::json::parse(SpmdVsMpmdReadText(dir + "/out/results.json"));
     CHECK(results["config"]["partitions"] == nlohmann::json({2, 4}));
     if (budget > 1) {
       CHECK(csv.find("mpmd,4,") != std::string::npos);

@@ -16,7 +16,7 @@
 namespace podsim::experiments {
 namespace {
 
-nlohmann::json ToyModel() {
+nlohmann::json TrainingStepRunToyModel() {
   return {{"name", "toy"},      {"experts", 8},       {"groups", 8},        {"num_layers", 2},
           {"moe_every", 1},     {"d_model", 16},      {"d_ff", 32},         {"num_heads", 2},
           {"head_dim", 8},      {"tokens_per_group", 8}, {"seq_len", 4},   {"source_vocab", 16},
@@ -39,7 +39,7 @@ TEST_CASE("training_step: throughput columns and the weights at the peak, by han
   const nlohmann::json results =
       RunConfig({{"experiment", "training_step"},
                  {"name", "toy_table3"},
-                 {"points", {{{"model", ToyModel()}, {"topology", "tpu-v3-8"}}}},
+                 {"points", {{{"model", TrainingStepRunToyModel()}, {"topology", "tpu-v3-8"}}}},
                  {"tokens", 1e9}},
                 "podsim_training_step_test");
   const nlohmann::json& p = results["points"][0];
@@ -80,10 +80,11 @@ TEST_CASE("training_step: throughput columns and the weights at the peak, by han
 
 // A toy training_step config on 8 cores with HBM of `hbm_bytes` per core (0: the preset's 16 GiB).
 nlohmann::json RematConfig(const std::string& remat, int64_t hbm_bytes) {
-  nlohmann::json c = {{"experiment", "training_step"},
-                      {"name", "toy_remat"},
-                      {"points", {{{"model", ToyModel()}, {"topology", "tpu-v3-8"}}}},
-                      {"remat", remat}};
+  nlohmann::json c = {
+      {"experiment", "training_step"},
+      {"name", "toy_remat"},
+      {"points", {{{"model", TrainingStepRunToyModel()}, {"topology", "tpu-v3-8"}}}},
+      {"remat", remat}};
   if (hbm_bytes > 0) c["sim"] = {{"device", {{"preset", "tpu-v3-core"}, {"hbm_capacity", hbm_bytes}}}};
   return c;
 }
@@ -174,7 +175,7 @@ TEST_CASE("training_step: config errors name the JSON path") {
   auto config = [](nlohmann::json point) {
     return nlohmann::json{{"experiment", "training_step"}, {"points", {point}}};
   };
-  nlohmann::json bad = ToyModel();
+  nlohmann::json bad = TrainingStepRunToyModel();
   bad["experts"] = 6;  // 8 cores cannot split 6 experts
   CHECK_THROWS_WITH_AS(RunConfig(config({{"model", bad}, {"topology", "tpu-v3-8"}}), "podsim_ts_bad"),
                        doctest::Contains("points[0].model: moe.num_devices: 8 devices cannot split "
@@ -182,7 +183,7 @@ TEST_CASE("training_step: config errors name the JSON path") {
                        ConfigError);
   CHECK_THROWS_WITH_AS(RunConfig(config({{"model", "64E,12L"}, {"topology", "tpu-v3-8"}}), "podsim_ts_bad"),
                        doctest::Contains("points[0].model.preset"), ConfigError);
-  nlohmann::json c = config({{"model", ToyModel()}, {"topology", "tpu-v3-8"}});
+  nlohmann::json c = config({{"model", TrainingStepRunToyModel()}, {"topology", "tpu-v3-8"}});
   c["remat"] = "sometimes";
   CHECK_THROWS_WITH_AS(RunConfig(c, "podsim_ts_bad"), doctest::Contains("remat"), ConfigError);
 }

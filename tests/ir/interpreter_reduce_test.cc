@@ -14,7 +14,7 @@ using testing::InterpFixture;
 using testing::Pred;
 using testing::S32;
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kInterpreterReduceInf = std::numeric_limits<double>::infinity();
 
 TEST_CASE("interpreter: reduce of every kind") {
   InterpFixture f;
@@ -127,7 +127,7 @@ TEST_CASE("interpreter: reduce-window sums, dilations and all-padding windows") 
   CHECK(out.elements[0] == F32({5}, {4, 8, 6, 10, 6}));
   CHECK(out.elements[1] == F32({2}, {1, 2}));
   CHECK(out.elements[2] == F32({2}, {4, 6}));
-  CHECK(out.elements[3] == F32({2}, {kInf, 5}));
+  CHECK(out.elements[3] == F32({2}, {kInterpreterReduceInf, 5}));
 }
 
 TEST_CASE("interpreter: cumsum inclusive and exclusive") {

@@ -24,7 +24,7 @@ struct Fixture {
 
 // Runs `build` and checks it throws an Error whose message contains `needle`.
 template <typename F>
-void ExpectError(F build, const std::string& needle) {
+void ShapeInferenceExpectError(F build, const std::string& needle) {
   try {
     build();
     FAIL("expected an error containing: " << needle);
@@ -43,10 +43,10 @@ TEST_CASE("elementwise shapes") {
   auto* p = f.b.Compare(x, y, Comparison::kEq);
   CHECK(f.b.Select(p, x, y)->shape == F32({2, 3}));
   auto* z = f.b.Parameter(2, F32({3, 2}));
-  ExpectError([&] { f.b.Add(x, z); }, "operand shapes differ");
+  ShapeInferenceExpectError([&] { f.b.Add(x, z); }, "operand shapes differ");
   auto* i = f.b.Parameter(3, S32({2, 3}));
-  ExpectError([&] { f.b.Exp(i); }, "floating-point");
-  ExpectError([&] { f.b.Select(x, x, y); }, "predicate must be pred");
+  ShapeInferenceExpectError([&] { f.b.Exp(i); }, "floating-point");
+  ShapeInferenceExpectError([&] { f.b.Select(x, x, y); }, "predicate must be pred");
 }
 
 TEST_CASE("data movement shapes") {
@@ -54,17 +54,21 @@ TEST_CASE("data movement shapes") {
   auto* x = f.b.Parameter(0, F32({4, 6}));
   // broadcast [4,6] into [2,4,6] with dims {1,2}.
   CHECK(f.b.Broadcast(x, {2, 4, 6}, {1, 2})->shape == F32({2, 4, 6}));
-  ExpectError([&] { f.b.Broadcast(x, {2, 4, 7}, {1, 2}); }, "does not match output dim");
+  ShapeInferenceExpectError(
+      [&] {
+        f.b.Broadcast(x, {2, 4, 7}, {1, 2});
+      },
+      "does not match output dim");
   CHECK(f.b.Reshape(x, {3, 8})->shape == F32({3, 8}));
-  ExpectError([&] { f.b.Reshape(x, {5, 5}); }, "cannot reshape");
+  ShapeInferenceExpectError([&] { f.b.Reshape(x, {5, 5}); }, "cannot reshape");
   CHECK(f.b.Transpose(x, {1, 0})->shape == F32({6, 4}));
-  ExpectError([&] { f.b.Transpose(x, {0, 0}); }, "repeats");
+  ShapeInferenceExpectError([&] { f.b.Transpose(x, {0, 0}); }, "repeats");
   // slice [1:4:2] of 4 -> elements 1,3 -> 2; [0:6:4] of 6 -> 0,4 -> 2.
   CHECK(f.b.Slice(x, {1, 0}, {4, 6}, {2, 4})->shape == F32({2, 2}));
-  ExpectError([&] { f.b.Slice(x, {0, 0}, {5, 6}); }, "bad slice");
+  ShapeInferenceExpectError([&] { f.b.Slice(x, {0, 0}, {5, 6}); }, "bad slice");
   auto* i0 = f.b.ConstantScalar(DType::kS32, 1);
   CHECK(f.b.DynamicSlice(x, {i0, i0}, {2, 3})->shape == F32({2, 3}));
-  ExpectError([&] { f.b.DynamicSlice(x, {i0}, {2, 3}); }, "expects 3 operand(s)");
+  ShapeInferenceExpectError([&] { f.b.DynamicSlice(x, {i0}, {2, 3}); }, "expects 3 operand(s)");
   auto* u = f.b.Parameter(1, F32({2, 2}));
   CHECK(f.b.DynamicUpdateSlice(x, u, {i0, i0})->shape == F32({4, 6}));
   // pad dim0: 4 + 1 + 2 + 3*1 = 10; dim1: 6 - 1 + 0 + 0 = 5.
@@ -75,7 +79,7 @@ TEST_CASE("data movement shapes") {
   // gather axis 1 with indices [2,5]: [4] ++ [2,5] ++ [] = [4,2,5].
   auto* idx = f.b.Parameter(2, S32({2, 5}));
   CHECK(f.b.Gather(x, idx, 1)->shape == F32({4, 2, 5}));
-  ExpectError([&] { f.b.Gather(x, x, 0); }, "indices must be integers");
+  ShapeInferenceExpectError([&] { f.b.Gather(x, x, 0); }, "indices must be integers");
 }
 
 TEST_CASE("dot, einsum and convolution shapes") {
@@ -85,7 +89,7 @@ TEST_CASE("dot, einsum and convolution shapes") {
   DotDims dd{{0}, {0}, {2}, {1}};
   CHECK(f.b.Dot(a, w, dd)->shape == F32({3, 4, 7}));
   DotDims bad{{0}, {0}, {2}, {2}};
-  ExpectError([&] { f.b.Dot(a, w, bad); }, "contracting dim sizes differ");
+  ShapeInferenceExpectError([&] { f.b.Dot(a, w, bad); }, "contracting dim sizes differ");
   // GShard dispatch einsum GSEC,GSM->EGCM with G=2 S=4 E=3 C=2 M=5.
   auto* mask = f.b.Parameter(2, F32({2, 4, 3, 2}));
   auto* x = f.b.Parameter(3, F32({2, 4, 5}));
@@ -96,8 +100,8 @@ TEST_CASE("dot, einsum and convolution shapes") {
   auto* logits = f.b.Einsum("GSM,ME->GSE", x, wg);
   CHECK(logits->shape == F32({2, 4, 3}));
   CHECK(logits->opcode == Opcode::kDot);  // [G,S] free then [E]: already in order
-  ExpectError([&] { f.b.Einsum("GSM,ME->GSX", x, wg); }, "in neither operand");
-  ExpectError([&] { f.b.Einsum("GS,ME->GSE", x, wg); }, "has rank 3");
+  ShapeInferenceExpectError([&] { f.b.Einsum("GSM,ME->GSX", x, wg); }, "in neither operand");
+  ShapeInferenceExpectError([&] { f.b.Einsum("GS,ME->GSE", x, wg); }, "has rank 3");
   // conv NHWC x HWIO: 1x8x8x4 input, 3x3x4x6 kernel, stride 2, pad 1 each side:
   // out = (8 + 2 - 3) / 2 + 1 = 4.
   auto* img = f.b.Parameter(5, F32({1, 8, 8, 4}));
@@ -111,7 +115,7 @@ TEST_CASE("dot, einsum and convolution shapes") {
   // feature groups 2: kernel input features 2 * 2 = 4 input features.
   auto* kg = f.b.Parameter(7, F32({3, 3, 2, 6}));
   CHECK(f.b.Convolution(img, kg, cd, {wd, wd}, 2)->shape == F32({1, 4, 4, 6}));
-  ExpectError([&] { f.b.Convolution(img, kg, cd, {wd, wd}, 1); }, "times groups");
+  ShapeInferenceExpectError([&] { f.b.Convolution(img, kg, cd, {wd, wd}, 1); }, "times groups");
 }
 
 TEST_CASE("reductions, windows, sort and top-k shapes") {
@@ -127,9 +131,9 @@ TEST_CASE("reductions, windows, sort and top-k shapes") {
   auto* t = f.b.TopK(x, 2);
   CHECK(t->shape == Shape::Tuple({F32({4, 6, 2}), S32({4, 6, 2})}));
   CHECK(f.b.GetTupleElement(t, 1)->shape == S32({4, 6, 2}));
-  ExpectError([&] { f.b.TopK(x, 9); }, "k=9");
-  ExpectError([&] { f.b.Reduce(x, {3}, ReduceKind::kAdd); }, "out of range");
-  ExpectError([&] { f.b.Reduce(x, {0}, ReduceKind::kAnd); }, "need pred");
+  ShapeInferenceExpectError([&] { f.b.TopK(x, 9); }, "k=9");
+  ShapeInferenceExpectError([&] { f.b.Reduce(x, {3}, ReduceKind::kAdd); }, "out of range");
+  ShapeInferenceExpectError([&] { f.b.Reduce(x, {0}, ReduceKind::kAnd); }, "need pred");
 }
 
 TEST_CASE("collective shapes") {
@@ -144,11 +148,26 @@ TEST_CASE("collective shapes") {
   // all-to-all over 2: split dim 0 (4 -> 2), concat dim 1 (6 -> 12).
   CHECK(f.b.AllToAll(x, 0, 1, pairs)->shape == F32({2, 12}));
   CHECK(f.b.CollectivePermute(x, {{0, 1}, {1, 0}})->shape == F32({4, 6}));
-  ExpectError([&] { f.b.ReduceScatter(x, 1, ReduceKind::kAdd, {{0, 1, 2, 3}}); },
-              "does not divide into 4");
-  ExpectError([&] { f.b.AllReduce(x, ReduceKind::kAdd, {{0, 1}, {1, 2}}); }, "appears twice");
-  ExpectError([&] { f.b.AllReduce(x, ReduceKind::kAdd, {{0, 1}, {2}}); }, "same size");
-  ExpectError([&] { f.b.CollectivePermute(x, {{0, 1}, {2, 1}}); }, "target 1 appears twice");
+  ShapeInferenceExpectError(
+      [&] {
+        f.b.ReduceScatter(x, 1, ReduceKind::kAdd, {{0, 1, 2, 3}});
+      },
+      "does not divide into 4");
+  ShapeInferenceExpectError(
+      [&] {
+        f.b.AllReduce(x, ReduceKind::kAdd, {{0, 1}, {1, 2}});
+      },
+      "appears twice");
+  ShapeInferenceExpectError(
+      [&] {
+        f.b.AllReduce(x, ReduceKind::kAdd, {{0, 1}, {2}});
+      },
+      "same size");
+  ShapeInferenceExpectError(
+      [&] {
+        f.b.CollectivePermute(x, {{0, 1}, {2, 1}});
+      },
+      "target 1 appears twice");
 }
 
 TEST_CASE("loop, tuple and leaves") {
@@ -166,16 +185,17 @@ TEST_CASE("loop, tuple and leaves") {
   CHECK(b.PartitionId()->shape == S32({}));
   CHECK(b.Iota(S32({3, 4}), 1)->shape == S32({3, 4}));
   auto* f32 = b.Parameter(0, F32({2}));
-  ExpectError([&] { b.Loop({f32}, body, 5); }, "does not match operand 0");
-  ExpectError([&] { b.Iota(S32({3}), 1); }, "out of range");
-  ExpectError([&] { b.RandomUniform(F32({4}), 1, 1.0, 0.0); }, "low must be < high");
+  ShapeInferenceExpectError([&] { b.Loop({f32}, body, 5); }, "does not match operand 0");
+  ShapeInferenceExpectError([&] { b.Iota(S32({3}), 1); }, "out of range");
+  ShapeInferenceExpectError([&] { b.RandomUniform(F32({4}), 1, 1.0, 0.0); }, "low must be < high");
 }
 
 TEST_CASE("errors name the instruction") {
   Fixture f;
   auto* x = f.b.Parameter(0, F32({2}), "x");
   auto* y = f.b.Parameter(1, F32({3}), "y");
-  ExpectError([&] { f.b.Add(x, y); }, "%add (add): operand shapes differ: f32[2] vs f32[3]");
+  ShapeInferenceExpectError([&] { f.b.Add(x, y); },
+                            "%add (add): operand shapes differ: f32[2] vs f32[3]");
 }
 
 }  // namespace

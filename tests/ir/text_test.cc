@@ -26,9 +26,9 @@ using testing::ModuleDifference;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-Shape F32(std::vector<int64_t> dims) { return Shape(DType::kF32, std::move(dims)); }
+Shape TextF32(std::vector<int64_t> dims) { return Shape(DType::kF32, std::move(dims)); }
 Shape BF16(std::vector<int64_t> dims) { return Shape(DType::kBF16, std::move(dims)); }
-Shape S32(std::vector<int64_t> dims) { return Shape(DType::kS32, std::move(dims)); }
+Shape TextS32(std::vector<int64_t> dims) { return Shape(DType::kS32, std::move(dims)); }
 Shape Pred(std::vector<int64_t> dims) { return Shape(DType::kPred, std::move(dims)); }
 uint64_t Bits(double v) { return std::bit_cast<uint64_t>(v); }
 
@@ -71,15 +71,15 @@ TEST_CASE("a small module prints as written by hand") {
   Computation* body = m.AddComputation("body");
   {
     Builder b(body);
-    b.Parameter(0, S32({}), "i");
-    auto* x = b.Parameter(1, F32({4}), "x");
+    b.Parameter(0, TextS32({}), "i");
+    auto* x = b.Parameter(1, TextF32({4}), "x");
     b.Tuple({b.Tanh(x)});
   }
   Builder b(m.AddComputation("main", /*is_entry=*/true));
-  auto* x0 = b.Parameter(0, F32({4}), "x0");
+  auto* x0 = b.Parameter(0, TextF32({4}), "x0");
   x0->sharding = Sharding::Tiled({2}, {0, 1});
   x0->scope = "moe/gate";
-  auto* c = b.Constant(Literal(F32({4}), {0.5, 1, -kInf, std::nan("")}));
+  auto* c = b.Constant(Literal(TextF32({4}), {0.5, 1, -kInf, std::nan("")}));
   auto* loop = b.Loop({b.Add(x0, c)}, body, 3);
   b.GetTupleElement(loop, 0);
 
@@ -189,11 +189,11 @@ TEST_CASE("every attribute variant round-trips") {
   Module m("variants");
   Computation* main = m.AddComputation("main", /*is_entry=*/true);
   Builder b(main);
-  auto* x = b.Parameter(0, F32({4, 6}), "x");
+  auto* x = b.Parameter(0, TextF32({4, 6}), "x");
   auto* p = b.Parameter(1, Pred({4, 6}), "p");
-  auto* s = b.Parameter(2, F32({}), "s");
-  auto* img = b.Parameter(3, F32({3, 2, 7}), "img");  // feature, batch, spatial
-  auto* ker = b.Parameter(4, F32({5, 3, 3}), "ker");  // out, spatial, in
+  auto* s = b.Parameter(2, TextF32({}), "s");
+  auto* img = b.Parameter(3, TextF32({3, 2, 7}), "img");  // feature, batch, spatial
+  auto* ker = b.Parameter(4, TextF32({5, 3, 3}), "ker");  // out, spatial, in
   for (ReduceKind k : {ReduceKind::kAdd, ReduceKind::kMax, ReduceKind::kMin}) {
     b.Reduce(x, {0, 1}, k);
     b.AllReduce(x, k, {});
@@ -214,7 +214,7 @@ TEST_CASE("every attribute variant round-trips") {
   b.Transpose(s, {});
   b.Reduce(x, {}, ReduceKind::kAdd);        // dimensions={}
   b.CollectivePermute(x, {});               // source_target_pairs={}
-  b.RandomUniform(F32({2}), 0, -kInf, 0.0);  // low=-inf, no offsets
+  b.RandomUniform(TextF32({2}), 0, -kInf, 0.0);  // low=-inf, no offsets
   b.RandomUniform(BF16({2, 3}), 7, 1e-300, 1.0000000000000002, {}, {4, 9});
   DotDims outer;  // no contracting or batch dims: none printed
   b.Dot(b.Reshape(x, {24}), b.Reshape(x, {24}), outer);
@@ -237,7 +237,7 @@ TEST_CASE("every attribute variant round-trips") {
   ConvDims c0;
   c0.kernel_input_feature = 0;
   c0.kernel_output_feature = 1;
-  b.Convolution(b.Parameter(5, F32({2, 3}), "v"), b.Parameter(6, F32({3, 4}), "m"), c0, {});
+  b.Convolution(b.Parameter(5, TextF32({2, 3}), "v"), b.Parameter(6, TextF32({3, 4}), "m"), c0, {});
   // Tuples: empty, nested; scopes that need escapes; names that need quotes.
   auto* empty = b.Tuple({});
   auto* nested = b.Tuple({empty, b.Tuple({x, s})});
@@ -272,18 +272,18 @@ TEST_CASE("constants of every type round-trip bit for bit") {
   Builder b(m.AddComputation("main", /*is_entry=*/true));
   const double f32_max = std::numeric_limits<float>::max();
   const double f32_denorm = std::numeric_limits<float>::denorm_min();
-  b.Constant(Literal(F32({2, 3}), {-0.0, f32_max, f32_denorm, static_cast<float>(0.1),
-                                   -std::numeric_limits<double>::quiet_NaN(), 3}));
+  b.Constant(Literal(TextF32({2, 3}), {-0.0, f32_max, f32_denorm, static_cast<float>(0.1),
+                                       -std::numeric_limits<double>::quiet_NaN(), 3}));
   // bf16: 0.1 rounds to 0.10009765625 and prints as "0.1"; 1/3 to 0.333984375 as "0.334".
   b.Constant(Literal(BF16({5}), {RoundToDType(0.1, DType::kBF16), RoundToDType(1.0 / 3, DType::kBF16),
                                  -kInf, -0.0, 65280}));
-  b.Constant(Literal(S32({3}), {-2147483648.0, 2147483647.0, 0}));
+  b.Constant(Literal(TextS32({3}), {-2147483648.0, 2147483647.0, 0}));
   b.Constant(Literal(Pred({2, 2}), {1, 0, 0, 1}));
-  b.Constant(Literal::Zeros(F32({0})));
-  b.Constant(Literal::Zeros(F32({2, 0, 3})));
+  b.Constant(Literal::Zeros(TextF32({0})));
+  b.Constant(Literal::Zeros(TextF32({2, 0, 3})));
   b.Constant(Literal::Scalar(DType::kPred, 1));
   // Values outside their type keep the exact double with a 'd' suffix.
-  b.Constant(Literal(S32({3}), {1.5, -0.0, std::nan("")}));
+  b.Constant(Literal(TextS32({3}), {1.5, -0.0, std::nan("")}));
   b.Constant(Literal(Pred({1}), {2}));
   b.Constant(Literal(BF16({1}), {0.1}));
   std::string text = CheckRoundTrip(m);
@@ -414,8 +414,8 @@ TEST_CASE("a module built from the builder's einsum round-trips") {
   Module m("moe");
   Builder b(m.AddComputation("main", /*is_entry=*/true));
   Builder::ScopeGuard scope(b, "moe/gate");
-  auto* x = b.Parameter(0, F32({2, 3, 4}), "x");
-  auto* wg = b.Parameter(1, F32({4, 5}), "wg");
+  auto* x = b.Parameter(0, TextF32({2, 3, 4}), "x");
+  auto* wg = b.Parameter(1, TextF32({4, 5}), "wg");
   wg->sharding = Sharding::Tiled({1, 2}, {0, 1});
   auto* logits = b.Einsum("GSM,ME->GES", x, wg);
   b.Reduce(b.Exp(logits), {1}, ReduceKind::kAdd);

@@ -10,7 +10,7 @@ namespace podsim::ir {
 namespace {
 
 template <typename F>
-void ExpectError(F f, const std::string& needle) {
+void VerifierExpectError(F f, const std::string& needle) {
   try {
     f();
     FAIL("expected an error containing: " << needle);
@@ -19,66 +19,67 @@ void ExpectError(F f, const std::string& needle) {
   }
 }
 
-struct Fixture {
+struct VerifierFixture {
   std::unique_ptr<Module> m = std::make_unique<Module>("t");
   Computation* c = m->AddComputation("main", true);
   Builder b{c};
 };
 
 TEST_CASE("a well-formed module verifies") {
-  Fixture f;
+  VerifierFixture f;
   auto* x = f.b.Parameter(0, Shape(DType::kF32, {2, 2}), "x");
   f.b.Add(x, x);
   CHECK_NOTHROW(Verify(*f.m));
 }
 
 TEST_CASE("a stored shape that differs from the shape rule is rejected") {
-  Fixture f;
+  VerifierFixture f;
   auto* x = f.b.Parameter(0, Shape(DType::kF32, {2, 2}), "x");
   auto* s = f.b.Add(x, x);
   s->shape = Shape(DType::kF32, {4});
-  ExpectError([&] { Verify(*f.m); }, "instruction %add: shape f32[4] differs from the inferred f32[2,2]");
+  VerifierExpectError([&] { Verify(*f.m); },
+                      "instruction %add: shape f32[4] differs from the inferred f32[2,2]");
 }
 
 TEST_CASE("an operand defined later or elsewhere is rejected") {
-  Fixture f;
+  VerifierFixture f;
   auto* x = f.b.Parameter(0, Shape(DType::kF32, {2}), "x");
   auto* n = f.b.Neg(x);
   auto* e = f.b.Exp(x);
   n->operands[0] = e;  // use before definition
-  ExpectError([&] { Verify(*f.m); }, "%negate: operand 0 is not defined earlier");
+  VerifierExpectError([&] { Verify(*f.m); }, "%negate: operand 0 is not defined earlier");
 }
 
 TEST_CASE("parameter numbers must be contiguous and unique") {
-  Fixture f;
+  VerifierFixture f;
   f.b.Parameter(0, Shape(DType::kF32, {2}), "a");
   f.b.Parameter(2, Shape(DType::kF32, {2}), "b");
-  ExpectError([&] { Verify(*f.m); }, "without gaps");
-  Fixture g;
+  VerifierExpectError([&] { Verify(*f.m); }, "without gaps");
+  VerifierFixture g;
   g.b.Parameter(0, Shape(DType::kF32, {2}), "a");
   g.b.Parameter(0, Shape(DType::kF32, {2}), "b");
-  ExpectError([&] { Verify(*g.m); }, "%b: parameter number 0 is used twice");
+  VerifierExpectError([&] { Verify(*g.m); }, "%b: parameter number 0 is used twice");
 }
 
 TEST_CASE("negative dims and bad shardings are rejected") {
-  Fixture f;
+  VerifierFixture f;
   auto* x = f.b.Parameter(0, Shape(DType::kF32, {-1}), "x");
-  ExpectError([&] { Verify(*f.m); }, "%x: shape f32[-1] has a negative dimension");
+  VerifierExpectError([&] { Verify(*f.m); }, "%x: shape f32[-1] has a negative dimension");
   x->shape = Shape(DType::kF32, {4, 2});
   x->sharding = Sharding::Tiled({2, 1}, {0, 0});
-  ExpectError([&] { Verify(*f.m); }, "names device 0 twice");
+  VerifierExpectError([&] { Verify(*f.m); }, "names device 0 twice");
   x->sharding = Sharding::Tiled({2}, {0, 1});
-  ExpectError([&] { Verify(*f.m); }, "has 1 tile dims, shape f32[4,2] needs 2");
+  VerifierExpectError([&] { Verify(*f.m); }, "has 1 tile dims, shape f32[4,2] needs 2");
   x->sharding = Sharding::Tiled({2, 2}, {0, 1, 2});
-  ExpectError([&] { Verify(*f.m); }, "lists 3 devices, tile dims need 4");
+  VerifierExpectError([&] { Verify(*f.m); }, "lists 3 devices, tile dims need 4");
   x->sharding = Sharding::Tiled({2, 1, 2}, {0, 1, 2, 3}, true);
   CHECK_NOTHROW(Verify(*f.m));
 }
 
 TEST_CASE("a module without an entry, or a loop calling the entry, is rejected") {
   Module m("empty");
-  ExpectError([&] { Verify(m); }, "has no entry computation");
-  Fixture f;
+  VerifierExpectError([&] { Verify(m); }, "has no entry computation");
+  VerifierFixture f;
   Computation* body = f.m->AddComputation("body");
   Builder bb(body);
   bb.Parameter(0, Shape(DType::kS32, {}));
@@ -88,7 +89,7 @@ TEST_CASE("a module without an entry, or a loop calling the entry, is rejected")
   auto* loop = f.b.Loop({x}, body, 2);
   CHECK_NOTHROW(Verify(*f.m));
   loop->body = f.c;
-  ExpectError([&] { Verify(*f.m); }, "entry computation");
+  VerifierExpectError([&] { Verify(*f.m); }, "entry computation");
 }
 
 TEST_CASE("sharding text round trip") {
@@ -99,12 +100,12 @@ TEST_CASE("sharding text round trip") {
   }
   CHECK(Sharding::Parse("{devices=[2,2]3,2,1,0}").devices.ToVector() ==
         std::vector<int64_t>{3, 2, 1, 0});
-  ExpectError([] { Sharding::Parse("{devices=[2]0,1"); }, "expected '}'");
-  ExpectError([] { Sharding::Parse("{tiled}"); }, "expected replicated, maximal");
+  VerifierExpectError([] { Sharding::Parse("{devices=[2]0,1"); }, "expected '}'");
+  VerifierExpectError([] { Sharding::Parse("{tiled}"); }, "expected replicated, maximal");
 }
 
 TEST_CASE("clone is deep and verifies") {
-  Fixture f;
+  VerifierFixture f;
   Computation* body = f.m->AddComputation("body");
   Builder bb(body);
   bb.Parameter(0, Shape(DType::kS32, {}));

@@ -46,7 +46,7 @@ const Instruction* Param(const ir::Module& m, const std::string& name) {
   return nullptr;
 }
 
-const Instruction* Find(const ir::Module& m, const std::string& name) {
+const Instruction* FindInAnyComputation(const ir::Module& m, const std::string& name) {
   for (const auto& comp : m.computations()) {
     for (const auto& i : comp->instructions()) {
       if (i->name == name) return i.get();
@@ -112,7 +112,8 @@ TEST_CASE("an MoE layer at decode batch sizes: capacity from the step's few toke
   // S = b x W = 4 tokens per group, E = 4: C = ceil(2 x 4 / 4) = 2 slots per expert and group,
   // so the dispatched inputs are [E, G, C, M] = [4, 4, 2, 16] whatever the batch's real size.
   const auto step = BuildDecodeStep(Toy());
-  CHECK(Find(*step, "dispatched_expert_inputs")->shape.dims == std::vector<int64_t>{4, 4, 2, 16});
+  CHECK(FindInAnyComputation(*step, "dispatched_expert_inputs")->shape.dims ==
+        std::vector<int64_t>{4, 4, 2, 16});
   // One sentence on 128 experts' partitions: padded to one per group, C = ceil(2 x W / E) = 1.
   DecodeConfig big = Toy();
   big.model.layer.num_devices = 8;

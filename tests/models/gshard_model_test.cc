@@ -31,7 +31,7 @@ using ir::Instruction;
 using ir::Literal;
 using ir::Opcode;
 
-const Instruction* Param(const ir::Module& m, const std::string& name) {
+const Instruction* GshardModelParam(const ir::Module& m, const std::string& name) {
   for (const Instruction* p : m.entry()->parameters()) {
     if (p->name == name) return p;
   }
@@ -59,13 +59,15 @@ TEST_CASE("whole model: parameters, layer loops over stacked weights, size indep
   CHECK(stacked.count("encoder.l0.wi"));
   CHECK_FALSE(stacked.count("encoder.ln_final_scale"));
   // G = E = 4, S = 8, M = 16, H = 32; one layer per side: stacks of 1.
-  CHECK(Param(*toy, "encoder.l0.wi")->shape.dims == std::vector<int64_t>{1, 4, 16, 32});
-  CHECK(Param(*toy, "decoder.l0.cross_wo")->shape.dims == std::vector<int64_t>{1, 2, 8, 16});
-  CHECK(Param(*toy, "target_embedding")->shape.dims == std::vector<int64_t>{12, 16});
+  CHECK(GshardModelParam(*toy, "encoder.l0.wi")->shape.dims == std::vector<int64_t>{1, 4, 16, 32});
+  CHECK(GshardModelParam(*toy, "decoder.l0.cross_wo")->shape.dims ==
+        std::vector<int64_t>{1, 2, 8, 16});
+  CHECK(GshardModelParam(*toy, "target_embedding")->shape.dims == std::vector<int64_t>{12, 16});
   // The expert stack is split over experts (dim 1), the others replicated.
-  REQUIRE(Param(*toy, "encoder.l0.wi")->sharding.has_value());
-  CHECK(Param(*toy, "encoder.l0.wi")->sharding->tile_dims == std::vector<int64_t>{1, 4, 1, 1});
-  CHECK(Param(*toy, "source_tokens")->argument_range == std::make_pair(0.0, 16.0));
+  REQUIRE(GshardModelParam(*toy, "encoder.l0.wi")->sharding.has_value());
+  CHECK(GshardModelParam(*toy, "encoder.l0.wi")->sharding->tile_dims ==
+        std::vector<int64_t>{1, 4, 1, 1});
+  CHECK(GshardModelParam(*toy, "source_tokens")->argument_range == std::make_pair(0.0, 16.0));
 
   // L = 4 and L = 36 with an MoE layer every other layer: 1 and 9 iterations per side, the same
   // program.
@@ -80,8 +82,9 @@ TEST_CASE("whole model: parameters, layer loops over stacked weights, size indep
   REQUIRE(loops.size() == 2);
   CHECK(loops[0]->trip_count == 9);
   CHECK(loops[1]->trip_count == 9);
-  CHECK(Param(*deep, "decoder.l0.ffn_wi")->shape.dims == std::vector<int64_t>{9, 16, 32});
-  CHECK(Param(*deep, "decoder.l1.wo")->shape.dims == std::vector<int64_t>{9, 4, 32, 16});
+  CHECK(GshardModelParam(*deep, "decoder.l0.ffn_wi")->shape.dims ==
+        std::vector<int64_t>{9, 16, 32});
+  CHECK(GshardModelParam(*deep, "decoder.l1.wo")->shape.dims == std::vector<int64_t>{9, 4, 32, 16});
   // Round trip through the text format.
   CHECK(ir::PrintModule(*ir::ParseModule(ir::PrintModule(*deep))) == ir::PrintModule(*deep));
 }
@@ -128,7 +131,7 @@ TEST_CASE("whole model: gradients of the loss match finite differences") {
   const double h = 1e-3;
   int checked = 0;
   for (size_t w = 0; w < weights.size(); ++w) {
-    const size_t p = static_cast<size_t>(Param(*loss, weights[w])->parameter_number);
+    const size_t p = static_cast<size_t>(GshardModelParam(*loss, weights[w])->parameter_number);
     const std::vector<Literal> direction = ir::RandomArguments(*loss, 100 + w);
     std::vector<Literal> plus = args, minus = args;
     double dot = 0;
@@ -187,9 +190,9 @@ TEST_CASE("whole model: the partitioned training step equals the unpartitioned o
   }
 }
 
-// Collectives of the SPMD program, by opcode, where (entry, or a loop body: "save" the
+// GshardModelCollectives of the SPMD program, by opcode, where (entry, or a loop body: "save" the
 // forward, "grad" the backward) and scope.
-std::map<std::string, int> Collectives(const ir::Module& m) {
+std::map<std::string, int> GshardModelCollectives(const ir::Module& m) {
   std::map<std::string, int> n;
   for (const auto& c : m.computations()) {
     const std::string& name = c->name();
@@ -234,7 +237,7 @@ TEST_CASE("whole model: the SPMD training step has the collectives of data + exp
       {"all-reduce main optimizer/encoder.l0.wo", 2},
       {"all-reduce main optimizer/decoder.l0.wi", 2},
       {"all-reduce main optimizer/decoder.l0.wo", 2}};
-  CHECK(Collectives(*spmd.module) == want);
+  CHECK(GshardModelCollectives(*spmd.module) == want);
   // Every update keeps its parameter's sharding, so every donation carries over to the SPMD
   // program (34 weights, 54 state tensors).
   CHECK(s.module->output_aliases().size() == 34 + 54);
@@ -253,7 +256,8 @@ TEST_CASE("whole model: a stacked weight's gradient is accumulated one layer sli
   TrainingStep s = BuildTrainingStep(*loss, FloatParameters(*loss), OptimizerConfig{},
                                      StepOptions(0, stacked));
   std::set<std::vector<int64_t>> stack_shapes;
-  for (const std::string& name : stacked) stack_shapes.insert(Param(*s.module, name)->shape.dims);
+  for (const std::string& name : stacked)
+    stack_shapes.insert(GshardModelParam(*s.module, name)->shape.dims);
   int updates = 0;
   for (const auto& comp : s.module->computations()) {
     if (!comp->name().ends_with(".grad")) continue;
@@ -343,7 +347,7 @@ TEST_CASE("whole model: saved stacks are sharded like their values, so saving mo
     o.remat = remat;
     TrainingStep s = BuildTrainingStep(*loss, FloatParameters(*loss), OptimizerConfig{}, o);
     const std::map<std::string, int> got =
-        Collectives(*partitioner::PropagateAndPartition(*s.module, 4).module);
+        GshardModelCollectives(*partitioner::PropagateAndPartition(*s.module, 4).module);
     int recomputed = 0;
     for (const auto& [key, count] : got) {
       CAPTURE(key);

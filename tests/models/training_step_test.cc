@@ -202,8 +202,9 @@ TEST_CASE("training step: with LayerNorm and dropout, partitioned on 4 equals un
   CHECK(report.ok());
 }
 
-// Collectives of the SPMD program by opcode and scope ("all-to-all backward/dispatch_combine").
-std::map<std::string, int> Collectives(const ir::Module& m) {
+// TrainingStepCollectives of the SPMD program by opcode and scope ("all-to-all
+// backward/dispatch_combine").
+std::map<std::string, int> TrainingStepCollectives(const ir::Module& m) {
   std::map<std::string, int> n;
   for (const auto& c : m.computations()) {
     for (const auto& i : c->instructions()) {
@@ -217,7 +218,7 @@ TEST_CASE("training step: the SPMD program has the collectives of a data + exper
   auto loss = BuildMoeLayerPairLoss(Toy(4), ToyLoss());
   TrainingStep s = BuildTrainingStep(*loss, FloatParameters(*loss), OptimizerConfig{}, StepOptions(4));
   const partitioner::PartitionResult spmd = partitioner::PropagateAndPartition(*s.module, 4);
-  const std::map<std::string, int> got = Collectives(*spmd.module);
+  const std::map<std::string, int> got = TrainingStepCollectives(*spmd.module);
   // Forward: the MoE layer's two AllToAlls (dispatch, combine); the two scalar means over the
   // split groups (the cross-entropy and the auxiliary loss, which the gating computes from its
   // masks: "gate_cumsum") are AllReduces.

@@ -27,8 +27,8 @@ using Counts = std::map<std::string, int64_t>;
 
 const ir::Sharding kRep = ir::Sharding::Replicated();
 
-struct Fixture : testing::SpmdFixture {
-  Fixture() : SpmdFixture("halo") {}
+struct SpmdHaloFixture : testing::SpmdFixture {
+  SpmdHaloFixture() : SpmdFixture("halo") {}
 };
 
 bool Has(const PartitionResult& r, const std::string& text) {
@@ -105,7 +105,7 @@ TEST_CASE("halo plan: the paper's Figure 11 (window 3, stride 2, padding 1, 4 pa
   CHECK(p->extent == 5);
   CHECK(p->local == WindowDim{3, 2, 0, 0, 1, 1});
 
-  Fixture f;
+  SpmdHaloFixture f;
   auto* x = f.Param(0, {2, 12, 3}, Split(3, 1, 4));
   auto* k = f.Param(1, {3, 3, 5}, kRep);
   With(f.b.Convolution(x, k, Conv1D(), {w}), Split(3, 1, 4));
@@ -145,7 +145,7 @@ TEST_CASE("table 4: convolution over spatial X is O(1) CollectivePermutes, even 
         CAPTURE(n);
         CAPTURE(w.size);
         CAPTURE(w.stride);
-        Fixture f;
+        SpmdHaloFixture f;
         auto* x = f.Param(0, {2, n, 3}, Split(3, 1, d));
         auto* k = f.Param(1, {w.size, 3, 4}, kRep);
         With(f.b.Convolution(x, k, Conv1D(), {w}), Split(3, 1, d));
@@ -177,7 +177,7 @@ TEST_CASE("convolution with base (lhs) and window (rhs) dilation") {
             CAPTURE(stride);
             CAPTURE(wd);
             const WindowDim w{3, stride, 1, 2, bd, wd};
-            Fixture f;
+            SpmdHaloFixture f;
             auto* x = f.Param(0, {1, n, 2}, Split(3, 1, d));
             auto* k = f.Param(1, {3, 2, 3}, kRep);
             With(f.b.Convolution(x, k, Conv1D(), {w}), Split(3, 1, d));
@@ -203,7 +203,7 @@ TEST_CASE("2-D convolution split on both spatial dims and on batch: corners come
   cd.output_feature = 3;
   const WindowDim w{3, 1, 1, 1, 1, 1};
   for (int64_t h : {8, 9}) {
-    Fixture f;
+    SpmdHaloFixture f;
     auto* x = f.Param(0, {2, h, 10, 2}, Tiles({1, 2, 2, 1}));
     auto* k = f.Param(1, {3, 3, 2, 3}, kRep);
     With(f.b.Convolution(x, k, cd, {w, w}), Tiles({1, 2, 2, 1}));
@@ -211,7 +211,7 @@ TEST_CASE("2-D convolution split on both spatial dims and on batch: corners come
     CHECK(CollectiveCounts(*r.module) == Counts{{"collective-permute", 4}});
   }
   // Batch on one mesh axis, a spatial dim on the other, strided: halos only along the latter.
-  Fixture g;
+  SpmdHaloFixture g;
   auto* x = g.Param(0, {4, 11, 7, 2}, Tiles({2, 2, 1, 1}));
   auto* k = g.Param(1, {3, 2, 2, 3}, kRep);
   With(g.b.Convolution(x, k, cd, {WindowDim{3, 2, 1, 1, 1, 1}, WindowDim{2, 1, 0, 1, 1, 1}}),
@@ -224,7 +224,7 @@ TEST_CASE("depthwise convolution (feature groups) over a split spatial dim") {
   // 4 groups of one feature each: output features are not a pass-through dim (made whole),
   // the spatial split still exchanges halos.
   for (int64_t d : {2, 4}) {
-    Fixture f;
+    SpmdHaloFixture f;
     auto* x = f.Param(0, {2, 11, 4}, Split(3, 1, d));
     auto* k = f.Param(1, {3, 1, 4}, kRep);
     With(f.b.Convolution(x, k, Conv1D(), {WindowDim{3, 1, 1, 1, 1, 1}}, 4), Split(3, 1, d));
@@ -234,7 +234,7 @@ TEST_CASE("depthwise convolution (feature groups) over a split spatial dim") {
 }
 
 TEST_CASE("convolution: halo larger than a tile falls back to gathering the dim") {
-  Fixture f;
+  SpmdHaloFixture f;
   auto* x = f.Param(0, {1, 8, 2}, Split(3, 1, 8));
   auto* k = f.Param(1, {7, 2, 2}, kRep);
   With(f.b.Convolution(x, k, Conv1D(), {WindowDim{7, 1, 3, 3, 1, 1}}), Split(3, 1, 8));
@@ -262,7 +262,7 @@ TEST_CASE("reduce-window (pooling) with padding: max, min, add, s32, 2-D, dilate
         CAPTURE(d);
         CAPTURE(n);
         CAPTURE(c.w.size);
-        Fixture f;
+        SpmdHaloFixture f;
         auto* x = f.Param(0, {n, 3}, Split(2, 0, d), c.t);
         With(f.b.ReduceWindow(x, {c.w, WindowDim{}}, c.kind), Split(2, 0, d));
         PartitionResult r = f.Run(d);
@@ -271,7 +271,7 @@ TEST_CASE("reduce-window (pooling) with padding: max, min, add, s32, 2-D, dilate
     }
   }
   // 2-D pooling split on both dims.
-  Fixture g;
+  SpmdHaloFixture g;
   auto* x = g.Param(0, {9, 10}, Tiles({2, 2}));
   With(g.b.ReduceWindow(x, {WindowDim{3, 2, 1, 1, 1, 1}, WindowDim{2, 2, 0, 0, 1, 1}},
                         ir::ReduceKind::kMax),
@@ -290,7 +290,7 @@ TEST_CASE("pad over a split dim realigns the tiles (Figure 5b)") {
         CAPTURE(p.low);
         CAPTURE(p.high);
         CAPTURE(p.interior);
-        Fixture f;
+        SpmdHaloFixture f;
         auto* x = f.Param(0, {n, 2}, Split(2, 0, d));
         auto* v = f.Param(1, {}, kRep);  // the pad value, at run time
         With(f.b.Pad(x, v, {p, ir::PadDim{}}), Split(2, 0, d));
@@ -310,7 +310,7 @@ TEST_CASE("pad over a split dim realigns the tiles (Figure 5b)") {
 TEST_CASE("slice over a split dim shifts instead of gathering when it stays local-ish") {
   for (int64_t d : {2, 4, 8}) {
     CAPTURE(d);
-    Fixture f;
+    SpmdHaloFixture f;
     auto* x = f.Param(0, {16, 3}, Split(2, 0, d));
     auto* a = With(f.b.Slice(x, {1, 0}, {15, 3}), Split(2, 0, d));
     auto* b = With(f.b.Slice(x, {1, 0}, {16, 3}, {2, 1}), Split(2, 0, d));
@@ -319,7 +319,7 @@ TEST_CASE("slice over a split dim shifts instead of gathering when it stays loca
     CHECK(OnlyPermutes(r, 4));
   }
   // The last 4 rows onto 4 partitions: tile 0 wants row 12, three tiles away: fallback.
-  Fixture g;
+  SpmdHaloFixture g;
   auto* x = g.Param(0, {16, 3}, Split(2, 0, 4));
   With(g.b.Slice(x, {12, 0}, {16, 3}), Split(2, 0, 4));
   PartitionResult r = g.Run(4);
@@ -329,7 +329,7 @@ TEST_CASE("slice over a split dim shifts instead of gathering when it stays loca
 TEST_CASE("reshape that moves data across shards (Figure 5c): [3,2] -> [6] over 2") {
   // Tiles of the operand: rows {0,1} and {2, padding}; of the result: {0,1,2} and {3,4,5}.
   // Partition 1 needs element 3 (row 1, column 1) from partition 0: one CollectivePermute.
-  Fixture f;
+  SpmdHaloFixture f;
   auto* x = f.Param(0, {3, 2}, Split(2, 0, 2));
   With(f.b.Reshape(x, {6}), Split(1, 0, 2));
   PartitionResult r = f.Run(2);
@@ -338,7 +338,7 @@ TEST_CASE("reshape that moves data across shards (Figure 5c): [3,2] -> [6] over 
   // And back, and larger meshes.
   for (int64_t d : {2, 3, 4}) {
     CAPTURE(d);
-    Fixture g;
+    SpmdHaloFixture g;
     auto* y = g.Param(0, {6}, Split(1, 0, d));
     auto* z = With(g.b.Reshape(y, {3, 2}), Split(2, 0, d));
     auto* u = g.Param(1, {5, 2, 3}, Split(3, 0, d));
@@ -348,7 +348,7 @@ TEST_CASE("reshape that moves data across shards (Figure 5c): [3,2] -> [6] over 
     CHECK(OnlyPermutes(rg, 3));
   }
   // 9 rows of 2 over 8: tiles of 4 elements, results of 3; tile 5 is 5 elements behind.
-  Fixture h;
+  SpmdHaloFixture h;
   auto* w = h.Param(0, {9, 2}, Split(2, 0, 8));
   With(h.b.Reshape(w, {18}), Split(1, 0, 8));
   PartitionResult rh = h.Run(8);
@@ -359,7 +359,7 @@ TEST_CASE("halo programs do not grow with D") {
   // 8d - 1 elements: tiles of 8 (the last with 7) and 4 outputs per tile at every d, so the
   // halo plans have the same shape; only constants (extents, permute pairs) change.
   auto size = [](int64_t d) {
-    Fixture f;
+    SpmdHaloFixture f;
     auto* x = f.Param(0, {2, 8 * d - 1, 3}, Split(3, 1, d));
     auto* k = f.Param(1, {3, 3, 4}, kRep);
     auto* c = With(f.b.Convolution(x, k, Conv1D(), {WindowDim{3, 2, 1, 1, 1, 1}}), Split(3, 1, d));

@@ -33,7 +33,7 @@ struct Region {
 Region Build(int64_t rows, int64_t split_dim) {
   Region r;
   ir::Builder& b = r.b;
-  r.x = Split(b.Parameter(0, Shape(DType::kF32, {rows, 6}), "x"), split_dim, 4);
+  r.x = partitioner::Split(b.Parameter(0, Shape(DType::kF32, {rows, 6}), "x"), split_dim, 4);
   r.enter = AutoToManual(b, r.x, Sharding::TiledIota({4, 1}));
   const std::vector<int64_t> block = r.enter->shape.dims;
   Instruction* pid = b.Convert(b.PartitionId(), DType::kF32);
@@ -86,7 +86,7 @@ TEST_CASE("manual region: partition-id is the device's inside, 0 outside, whatev
     CAPTURE(outside);
     auto m = std::make_unique<ir::Module>("pid");
     ir::Builder b(m->AddComputation("main", true));
-    Instruction* x = Split(b.Parameter(0, Shape(DType::kF32, {8, 6}), "x"), 0, 4);
+    Instruction* x = partitioner::Split(b.Parameter(0, Shape(DType::kF32, {8, 6}), "x"), 0, 4);
     Instruction* id = b.PartitionId();
     Instruction* enter = AutoToManual(b, x, Sharding::TiledIota({4, 1}));
     Instruction* scale = b.Add(b.Convert(id, DType::kF32), b.ConstantScalar(DType::kF32, 1));
@@ -114,7 +114,7 @@ TEST_CASE("manual region: partition-id is the device's inside, 0 outside, whatev
 TEST_CASE("manual region: a loop inside is copied with its body") {
   Region r;
   ir::Builder& b = r.b;
-  r.x = Split(b.Parameter(0, Shape(DType::kF32, {8, 4}), "x"), 0, 2);
+  r.x = partitioner::Split(b.Parameter(0, Shape(DType::kF32, {8, 4}), "x"), 0, 2);
   r.enter = AutoToManual(b, r.x, Sharding::TiledIota({2, 1}));
   ir::Computation* body = r.m->AddComputation("double");
   {
@@ -150,7 +150,7 @@ TEST_CASE("manual region: text and protobuf keep the boundaries and their tiling
 
 // Expects `fn` to throw an error that names `instruction` and contains `what`.
 template <typename Fn>
-void ExpectError(Fn fn, const std::string& instruction, const std::string& what) {
+void SpmdManualExpectError(Fn fn, const std::string& instruction, const std::string& what) {
   try {
     fn();
     FAIL("no error; expected one about " << instruction << ": " << what);
@@ -166,7 +166,7 @@ TEST_CASE("manual region: bad input is an error naming the instruction") {
     Region r;
     r.x = r.b.Parameter(0, Shape(DType::kF32, {8, 6}), "x");
     r.enter = AutoToManual(r.b, r.x, Sharding::TiledIota({4, 1}));
-    ExpectError(
+    SpmdManualExpectError(
         [&] {
           ManualToAuto(r.b, r.enter, Sharding::TiledIota({2, 1}), {8, 6});
         },
@@ -182,22 +182,25 @@ TEST_CASE("manual region: bad input is an error naming the instruction") {
   {  // A tiling over fewer devices than the mesh.
     Region r = Build(8, 0);
     r.x->sharding.reset();
-    ExpectError([&] { PropagateShardings(*r.m, 8); }, r.enter->name,
-                "tiling {devices=[4,1]<=[4]} covers 4 device(s) but the mesh has 8 device(s)");
+    SpmdManualExpectError(
+        [&] { PropagateShardings(*r.m, 8); }, r.enter->name,
+        "tiling {devices=[4,1]<=[4]} covers 4 device(s) but the mesh has 8 device(s)");
   }
   {  // A split into more parts than devices, inside the tiling.
     Region r = Build(8, 0);
     r.x->sharding.reset();
-    ExpectError([&] { ValidateShardings(*r.m, 2); }, r.enter->name,
-                "tiling {devices=[4,1]<=[4]} splits dim 0 into 4 parts but the mesh has 2");
+    SpmdManualExpectError(
+        [&] { ValidateShardings(*r.m, 2); }, r.enter->name,
+        "tiling {devices=[4,1]<=[4]} splits dim 0 into 4 parts but the mesh has 2");
   }
   {  // {manual} where no region is, and an annotation inside one.
     Region r = Build(8, 0);
     r.out->sharding = Sharding::Manual();
-    ExpectError([&] { ValidateShardings(*r.m, 4); }, r.out->name, "{manual} outside a manual");
+    SpmdManualExpectError([&] { ValidateShardings(*r.m, 4); }, r.out->name,
+                          "{manual} outside a manual");
     r.out->sharding.reset();
     r.inner->sharding = Sharding::TiledIota({4});
-    ExpectError([&] { ValidateShardings(*r.m, 4); }, r.inner->name, "in a manual region");
+    SpmdManualExpectError([&] { ValidateShardings(*r.m, 4); }, r.inner->name, "in a manual region");
   }
   {  // The region never ends.
     Region r;

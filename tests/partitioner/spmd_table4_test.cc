@@ -21,7 +21,7 @@ using testing::Tiles;
 using testing::With;
 using Counts = std::map<std::string, int64_t>;
 
-const ir::Sharding kRep = ir::Sharding::Replicated();
+const ir::Sharding kSpmdTable4Rep = ir::Sharding::Replicated();
 
 ir::DotDims MatmulDims() {
   ir::DotDims d;
@@ -65,7 +65,7 @@ TEST_CASE("table 4: Matmul with the contracting dim sharded is one AllReduce") {
     for (int64_t bdim : {32, 29}) {  // 29: uneven, contracting padding masked to 0
       CAPTURE(d);
       CAPTURE(bdim);
-      auto m = Matmul(8, bdim, 6, Split(2, 1, d), Split(2, 0, d), kRep);
+      auto m = Matmul(8, bdim, 6, Split(2, 1, d), Split(2, 0, d), kSpmdTable4Rep);
       CHECK(PartitionAndCheck(*m, d) == Counts{{"all-reduce", 1}});
       // The result wanted split on A: the partial sums are reduce-scattered instead.
       auto m2 = Matmul(8, bdim, 6, Split(2, 1, d), Split(2, 0, d), Split(2, 0, d));
@@ -77,7 +77,7 @@ TEST_CASE("table 4: Matmul with the contracting dim sharded is one AllReduce") {
 TEST_CASE("table 4: Matmul with A sharded needs no collective") {
   for (int64_t d : {2, 4, 8}) {
     for (int64_t a : {16, 11}) {
-      auto m = Matmul(a, 12, 6, Split(2, 0, d), kRep, Split(2, 0, d));
+      auto m = Matmul(a, 12, 6, Split(2, 0, d), kSpmdTable4Rep, Split(2, 0, d));
       CHECK(PartitionAndCheck(*m, d).empty());
     }
   }
@@ -119,7 +119,7 @@ TEST_CASE("table 4: Matmul with A,B sharded (lhs on A, rhs on contracting B) gat
   }
   // Both dims of lhs split on a 2x2 mesh, B long: partial sums over B and one AllReduce (for a
   // short B, gathering lhs over B is cheaper and is chosen instead).
-  auto m = Matmul(8, 64, 4, Tiles({2, 2}), kRep, Tiles({2, 1}, 2));
+  auto m = Matmul(8, 64, 4, Tiles({2, 2}), kSpmdTable4Rep, Tiles({2, 1}, 2));
   CHECK(PartitionAndCheck(*m, 4) == Counts{{"all-reduce", 1}});
 }
 
@@ -148,7 +148,7 @@ TEST_CASE("table 4: Reduce AB->B with A sharded is one AllReduce") {
            {ir::ReduceKind::kAdd, ir::ReduceKind::kMax, ir::ReduceKind::kMin}) {
         CAPTURE(d);
         CAPTURE(a);
-        auto m = Reduce(a, 5, 0, kind, Split(2, 0, d), kRep);
+        auto m = Reduce(a, 5, 0, kind, Split(2, 0, d), kSpmdTable4Rep);
         CHECK(PartitionAndCheck(*m, d) == Counts{{"all-reduce", 1}});
       }
     }
@@ -205,7 +205,7 @@ TEST_CASE("table 4: Convolution with spatial X sharded is O(1) CollectivePermute
       auto m = std::make_unique<ir::Module>("conv");
       ir::Builder b(m->AddComputation("main", true));
       auto* x = With(b.Parameter(0, Shape(DType::kF32, {2, x_len, 3}), "x"), Split(3, 1, d));
-      auto* w = With(b.Parameter(1, Shape(DType::kF32, {3, 3, 5}), "w"), kRep);
+      auto* w = With(b.Parameter(1, Shape(DType::kF32, {3, 3, 5}), "w"), kSpmdTable4Rep);
       With(b.Convolution(x, w, cd, {win}), Split(3, 1, d));
       PartitionResult r = testing::Partition(*m, d);
       testing::CheckNumerics(*m, r);

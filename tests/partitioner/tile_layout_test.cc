@@ -20,9 +20,9 @@
 namespace podsim::partitioner {
 namespace {
 
-class Gen {
+class TileLayoutGen {
  public:
-  explicit Gen(uint64_t seed) : rng_(seed) {}
+  explicit TileLayoutGen(uint64_t seed) : rng_(seed) {}
   int64_t Int(int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>(lo, hi)(rng_);
   }
@@ -87,7 +87,7 @@ void ExpectSame(const TileLayout& compact, const TileLayout& tables) {
 }
 
 // A random operation applied to both forms.
-void Step(Gen& g, TileLayout& a, TileLayout& b) {
+void Step(TileLayoutGen& g, TileLayout& a, TileLayout& b) {
   const int64_t r = a.rank();
   switch (g.Int(0, 4)) {
     case 0: {  // all-gather a dim
@@ -143,7 +143,7 @@ void Step(Gen& g, TileLayout& a, TileLayout& b) {
 TEST_CASE("compact layouts answer like tables through random operation chains") {
   for (uint64_t seed = 1; seed <= 400; ++seed) {
     CAPTURE(seed);
-    Gen g(seed);
+    TileLayoutGen g(seed);
     const int64_t n = std::vector<int64_t>{1, 2, 4, 6, 8, 12, 16}[g.Int(0, 6)];
     const int64_t rank = g.Int(1, 3);
     const ir::Sharding s = g.Sharding(rank, n);
@@ -167,7 +167,7 @@ TEST_CASE("compact layouts answer like tables through random operation chains") 
 TEST_CASE("compact layouts: picks, equivalence and reshard plans agree with tables") {
   for (uint64_t seed = 1; seed <= 300; ++seed) {
     CAPTURE(seed);
-    Gen g(seed);
+    TileLayoutGen g(seed);
     const int64_t n = std::vector<int64_t>{2, 4, 6, 8, 12}[g.Int(0, 4)];
     const ir::Sharding s1 = g.Sharding(2, n), s2 = g.Sharding(2, n);
     CAPTURE(s1.ToString());
@@ -199,7 +199,7 @@ TEST_CASE("compact layouts: picks, equivalence and reshard plans agree with tabl
 TEST_CASE("SpmdBuilder: a compact coordinate is partition-id arithmetic, no table") {
   for (uint64_t seed = 1; seed <= 60; ++seed) {
     CAPTURE(seed);
-    Gen g(seed);
+    TileLayoutGen g(seed);
     const int64_t n = std::vector<int64_t>{2, 6, 8, 12, 16}[g.Int(0, 4)];
     const ir::Sharding s = g.Sharding(3, n);
     CAPTURE(s.ToString());

@@ -26,8 +26,8 @@ int64_t CountKind(const Topology& t, LinkKind kind) {
 }
 
 // Checks that `route` is a chain of links from src_chip to dst_chip.
-void CheckChain(const Topology& t, const std::vector<int64_t>& route, int64_t src_chip,
-                int64_t dst_chip) {
+void TorusCheckChain(const Topology& t, const std::vector<int64_t>& route, int64_t src_chip,
+                     int64_t dst_chip) {
   int64_t cur = src_chip;
   for (int64_t id : route) {
     REQUIRE(id >= 0);
@@ -127,7 +127,7 @@ TEST_CASE("torus routes: dimension order, shortest way round, hop count = sum of
   for (int64_t s = 0; s < 16; ++s) {
     for (int64_t d = 0; d < 16; ++d) {
       const std::vector<int64_t> route = t.Route(s, d);
-      CheckChain(t, route, s, d);
+      TorusCheckChain(t, route, s, d);
       const int64_t expected =
           RingDistance(s / 4, d / 4, 4, true) + RingDistance(s % 4, d % 4, 4, true);
       CHECK(static_cast<int64_t>(route.size()) == expected);
@@ -147,7 +147,7 @@ TEST_CASE("3D torus and 8x8 torus: routes are valid chains of the expected lengt
     for (int64_t s = 0; s < t.num_chips(); s += 3) {
       for (int64_t d = 0; d < t.num_chips(); ++d) {
         const std::vector<int64_t> route = t.Route(s, d);
-        CheckChain(t, route, s, d);
+        TorusCheckChain(t, route, s, d);
         int64_t expected = 0;
         const std::vector<int64_t> a = t.ChipCoords(s), b = t.ChipCoords(d);
         for (size_t k = 0; k < dims.size(); ++k) {
@@ -209,8 +209,8 @@ TEST_CASE("tie (exactly half a ring): positive, split, alternate") {
     CHECK(paths[0].fraction == 0.5);
     CHECK(paths[1].fraction == 0.5);
     // + half: 0 -> 1 -> 2; - half: 0 -> 3 -> 2.
-    CheckChain(t, paths[0].links, 0, 2);
-    CheckChain(t, paths[1].links, 0, 2);
+    TorusCheckChain(t, paths[0].links, 0, 2);
+    TorusCheckChain(t, paths[1].links, 0, 2);
     CHECK(t.links()[paths[0].links[0]].dst_chip == 1);
     CHECK(t.links()[paths[1].links[0]].dst_chip == 3);
     // No tie: one path with fraction 1.
@@ -224,7 +224,7 @@ TEST_CASE("tie (exactly half a ring): positive, split, alternate") {
     for (const Topology::WeightedPath& p : four) {
       CHECK(p.fraction == 0.25);
       CHECK(p.links.size() == 4);
-      CheckChain(t, p.links, 0, 10);
+      TorusCheckChain(t, p.links, 0, 10);
       distinct.insert(p.links);
     }
     CHECK(distinct.size() == 4);
@@ -335,7 +335,7 @@ TEST_CASE("TPU v3 pod scale: 32x32 torus, 2 cores per chip") {
   CHECK(t.Hops(0, 1056) == 32);
   CHECK(t.RouteSplit(0, 1056).size() == 4);
   for (int64_t s = 0; s < 2048; s += 97) {
-    for (int64_t d = 0; d < 2048; d += 13) CheckChain(t, t.Route(s, d), s / 2, d / 2);
+    for (int64_t d = 0; d < 2048; d += 13) TorusCheckChain(t, t.Route(s, d), s / 2, d / 2);
   }
   CHECK(t.Diameter() == 32);
 }

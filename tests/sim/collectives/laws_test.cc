@@ -46,7 +46,7 @@ struct Pod {
 
 // 2D or 3D grids of 2..5 chips per axis, each axis wrapped or not, 1 or 2 cores per chip, at
 // most 48 partitions (the packet model stays quick).
-Pod RandomPod(std::mt19937_64& rng) {
+Pod RandomLawsPod(std::mt19937_64& rng) {
   Pod pod;
   std::uniform_int_distribution<int> ndims(2, 3), size(2, 5), coin(0, 1);
   do {
@@ -102,7 +102,7 @@ TEST_CASE("monotone: more bytes never faster, faster links never slower") {
   std::mt19937_64 rng(20261201);
   std::uniform_int_distribution<int64_t> elements(256, 8192);
   for (int trial = 0; trial < 12; ++trial) {
-    const Pod pod = RandomPod(rng);
+    const Pod pod = RandomLawsPod(rng);
     const auto base = pod.Make();
     Pod fast = pod;
     fast.bandwidth *= 2;
@@ -168,7 +168,7 @@ TEST_CASE("a ring with one slow edge: its send queues keep it at the slow edge's
 TEST_CASE("symmetric: relabelling a grid's dimensions does not change ring or torus times") {
   std::mt19937_64 rng(7);
   for (int trial = 0; trial < 10; ++trial) {
-    const Pod pod = RandomPod(rng);
+    const Pod pod = RandomLawsPod(rng);
     Pod mirrored = pod;
     std::reverse(mirrored.dims.begin(), mirrored.dims.end());
     std::reverse(mirrored.wrap.begin(), mirrored.wrap.end());
@@ -192,7 +192,7 @@ TEST_CASE("symmetric: relabelling a grid's dimensions does not change ring or to
 TEST_CASE("composition: all-reduce <= reduce-scatter + all-gather; reduce-scatter <= all-reduce") {
   std::mt19937_64 rng(11);
   for (int trial = 0; trial < 100; ++trial) {
-    const Pod pod = RandomPod(rng);
+    const Pod pod = RandomLawsPod(rng);
     const auto t = pod.Make();
     const int64_t g = pod.Partitions();
     const int64_t n = 1024 * g;  // reduce-scatter leaves n / g per member to gather

@@ -19,7 +19,7 @@ namespace {
 
 using testing::Grid;
 
-constexpr int64_t kUs = 1'000'000;  // picoseconds
+constexpr int64_t kTimingUs = 1'000'000;  // picoseconds
 
 using testing::Build;
 
@@ -35,11 +35,11 @@ TEST_CASE("unidirectional ring all-reduce on 4: 6 steps of (1 us + 4000 B / 1e9 
   TimingOptions options;
   options.record_transfers = true;
   const TimingResult r = RunTiming(s, *ring, flow, options);
-  CHECK(r.total.picos() == 30 * kUs);
+  CHECK(r.total.picos() == 30 * kTimingUs);
   REQUIRE(r.steps.size() == 6);
   for (int step = 0; step < 6; ++step) {
-    CHECK(r.steps[static_cast<size_t>(step)].start.picos() == 5 * step * kUs);
-    CHECK(r.steps[static_cast<size_t>(step)].end.picos() == 5 * (step + 1) * kUs);
+    CHECK(r.steps[static_cast<size_t>(step)].start.picos() == 5 * step * kTimingUs);
+    CHECK(r.steps[static_cast<size_t>(step)].end.picos() == 5 * (step + 1) * kTimingUs);
     CHECK(r.steps[static_cast<size_t>(step)].transfers == 4);
     CHECK(r.steps[static_cast<size_t>(step)].bytes == 16000);
   }
@@ -55,7 +55,7 @@ TEST_CASE("unidirectional ring all-reduce on 4: 6 steps of (1 us + 4000 B / 1e9 
   REQUIRE(r.transfer_end.size() == s.transfers.size());
   // The analytic (contention-free) network gives the same: nothing is shared.
   AnalyticNetwork analytic(*ring);
-  CHECK(RunTiming(s, *ring, analytic).total.picos() == 30 * kUs);
+  CHECK(RunTiming(s, *ring, analytic).total.picos() == 30 * kTimingUs);
 }
 
 TEST_CASE("bidirectional ring all-reduce on 4: 6 steps of (1 us + 2000 B / 1e9 B/s)") {
@@ -64,7 +64,7 @@ TEST_CASE("bidirectional ring all-reduce on 4: 6 steps of (1 us + 2000 B / 1e9 B
   const Schedule s = Build(*ring, CollectiveKind::kAllReduce, 4000, "ring-bidir");
   FlowNetwork flow(*ring);
   const TimingResult r = RunTiming(s, *ring, flow);
-  CHECK(r.total.picos() == 18 * kUs);
+  CHECK(r.total.picos() == 18 * kTimingUs);
   CHECK(r.busiest_link_bytes == doctest::Approx(12000));
   CHECK(r.max_link_utilization == doctest::Approx(12000.0 / (1e9 * 18e-6)));
 }
@@ -76,10 +76,10 @@ TEST_CASE("fixed overhead and local copy bandwidth") {
     // 5 us overhead first: 35 us; the first step starts at 5 us.
     FlowNetwork flow(*ring);
     TimingOptions options;
-    options.fixed_overhead = Time::Picos(5 * kUs);
+    options.fixed_overhead = Time::Picos(5 * kTimingUs);
     const TimingResult r = RunTiming(s, *ring, flow, options);
-    CHECK(r.total.picos() == 35 * kUs);
-    CHECK(r.steps[0].start.picos() == 5 * kUs);
+    CHECK(r.total.picos() == 35 * kTimingUs);
+    CHECK(r.steps[0].start.picos() == 5 * kTimingUs);
     CHECK(r.busiest_link_utilization == doctest::Approx(24000.0 / (1e9 * 35e-6)));
   }
   {
@@ -87,7 +87,7 @@ TEST_CASE("fixed overhead and local copy bandwidth") {
     FlowNetwork flow(*ring);
     TimingOptions options;
     options.local_copy_bandwidth = 16e9;
-    CHECK(RunTiming(s, *ring, flow, options).total.picos() == 31 * kUs);
+    CHECK(RunTiming(s, *ring, flow, options).total.picos() == 31 * kTimingUs);
   }
 }
 
@@ -102,10 +102,10 @@ TEST_CASE("direct all-reduce on a 4-ring: each round is bound by the busiest lin
   FlowNetwork flow(*ring);
   const TimingResult r = RunTiming(s, *ring, flow);
   // Rates of 1e9/3 B/s round to whole picoseconds: a few ps of slack.
-  CHECK(std::llabs(r.total.picos() - 18 * kUs) <= 4);
+  CHECK(std::llabs(r.total.picos() - 18 * kTimingUs) <= 4);
   REQUIRE(r.steps.size() == 2);
-  CHECK(std::llabs(r.steps[0].end.picos() - 9 * kUs) <= 4);
-  CHECK(std::llabs(r.steps[1].start.picos() - 9 * kUs) <= 4);
+  CHECK(std::llabs(r.steps[0].end.picos() - 9 * kTimingUs) <= 4);
+  CHECK(std::llabs(r.steps[1].start.picos() - 9 * kTimingUs) <= 4);
 }
 
 TEST_CASE("link bytes add up to bytes x hops; a mid-size all-to-all runs") {
@@ -159,9 +159,9 @@ TEST_CASE("an empty schedule takes the fixed overhead only") {
   const Schedule s = BuildSchedule(spec, *ring);
   FlowNetwork flow(*ring);
   TimingOptions options;
-  options.fixed_overhead = Time::Picos(3 * kUs);
+  options.fixed_overhead = Time::Picos(3 * kTimingUs);
   const TimingResult r = RunTiming(s, *ring, flow, options);
-  CHECK(r.total.picos() == 3 * kUs);
+  CHECK(r.total.picos() == 3 * kTimingUs);
   CHECK(r.busiest_link == -1);
 }
 

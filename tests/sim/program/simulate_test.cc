@@ -54,7 +54,7 @@ SimOptions HandOptions() {
   return o;
 }
 
-ir::DotDims MatMul() {
+ir::DotDims SimulateMatMul() {
   ir::DotDims d;
   d.lhs_contracting = {1};
   d.rhs_contracting = {0};
@@ -66,7 +66,7 @@ constexpr double kDotUs = 101.663296;
 Instruction* BigDot(Builder& b, int64_t first_param) {
   auto* x = b.Parameter(first_param, Shape(DType::kBF16, {256, 512}), "x");
   auto* w = b.Parameter(first_param + 1, Shape(DType::kBF16, {512, 384}), "w");
-  return b.Dot(x, w, MatMul());
+  return b.Dot(x, w, SimulateMatMul());
 }
 
 // Ring permute 0->1->2->3->0 of f32[1024] (4096 B): each transfer one hop on its own link:
@@ -208,7 +208,7 @@ TEST_CASE("a counted loop runs its body trip_count times") {
     b.Parameter(0, Shape(DType::kS32, {}), "i");
     auto* x = b.Parameter(1, Shape(DType::kBF16, {256, 512}), "x");
     auto* w = b.Parameter(2, Shape(DType::kBF16, {512, 512}), "w");
-    b.Tuple({b.Dot(x, w, MatMul()), w});
+    b.Tuple({b.Dot(x, w, SimulateMatMul()), w});
   }
   Builder b(m.AddComputation("main", true));
   auto* x = b.Parameter(0, Shape(DType::kBF16, {256, 512}), "x");
