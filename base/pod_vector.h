@@ -7,10 +7,13 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <new>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -55,6 +58,11 @@ class PodVector {
 
   void reserve(std::size_t n) {
     if (n <= capacity_) return;
+    // Also what lets the compiler see the byte count below is a valid object size.
+    if (n > static_cast<std::size_t>(PTRDIFF_MAX) / sizeof(T)) {
+      throw std::length_error("PodVector: " + std::to_string(n) +
+                              " elements overflow the byte count");
+    }
     void* p = std::realloc(static_cast<void*>(data_), n * sizeof(T));
     if (p == nullptr) throw std::bad_alloc();
     data_ = static_cast<T*>(p);
