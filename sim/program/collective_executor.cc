@@ -1,6 +1,8 @@
 #include "sim/program/collective_executor.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include "base/error.h"
 #include "sim/collectives/symmetric_timing.h"
@@ -70,6 +72,35 @@ void CollectiveExecutor::Flush() {
       return;
     }
     if (JoinSymmetric(first, now)) return;
+  }
+  // Several symmetric all-to-alls at once (a backward pass's two, issued together): the first
+  // on its memo when nothing runs, the others joining it, all solved together by the symmetric
+  // flow model, as JoinSymmetric does for one arriving later. Whatever does not join runs live.
+  if (memoize_ && !one_instance && network_.idle()) {
+    std::vector<Key> keys;  // in arrival order
+    std::map<Key, size_t> ready_groups;
+    for (const auto& [key, group] : ready) {
+      if (ready_groups[key]++ == 0) keys.push_back(key);
+    }
+    const bool all_symmetric = std::all_of(keys.begin(), keys.end(), [&](const Key& key) {
+      const CollectivePlan& p = plan_.collectives[static_cast<size_t>(key.first)];
+      return ready_groups[key] == p.groups.size() && p.spec.kind == CollectiveKind::kAllToAll &&
+             TraitsOf(key.first).symmetric.has_value();
+    });
+    size_t joined = 0;
+    while (all_symmetric && joined < keys.size()) {
+      const Key& key = keys[joined];
+      if (reservations_.empty()) {
+        RunFast(key, now);
+      } else if (!JoinSymmetric(key, now)) {
+        break;
+      }
+      ++joined;
+    }
+    if (joined == keys.size()) return;
+    const std::set<Key> live(keys.begin() + static_cast<std::ptrdiff_t>(joined), keys.end());
+    std::erase_if(ready,
+                  [&](const std::pair<Key, int32_t>& r) { return live.count(r.first) == 0; });
   }
   if (!reservations_.empty()) Materialize();
   // Instances whose groups all start now run as one schedule; others group by group.

@@ -5,8 +5,8 @@
 // Groups that become ready at one simulated time are started together at the end of that time
 // step:
 //  - fast path: when they are every group of one instance and the network is idle, the
-//    instance's memo (sim/program/collective_memo.h, computed once per distinct collective) gives each
-//    member's completion; the network is then reserved until the last one. Instances may join
+//    instance's memo (sim/program/collective_memo.h, computed once per distinct collective) gives
+//    each member's completion; the network is then reserved until the last one. Instances may join
 //    reservations still running, without the shared network, in two cases:
 //      - latency-bound ones: when the new instance and every running one keep their busiest link
 //        busy for at most kLatencyBoundShare of their own duration, each keeps its memo (their
@@ -15,8 +15,11 @@
 //      - symmetric all-to-alls: a direct all-to-all over every core of a translation-symmetric
 //        pod joining running ones of that kind: the waves are solved together, exactly, by the
 //        symmetric flow model (sim/network/symmetric_flow.h: traffic made of invariant waves is
-//        invariant), and every member's completion is moved to that solution;
-//  - otherwise each group's schedule runs on the shared network model (sim/program/shared_network.h),
+//        invariant), and every member's completion is moved to that solution. Several such
+//        all-to-alls ready at one time (a backward pass issues two at once) start the same way:
+//        the first on its memo, the others joining it;
+//  - otherwise each group's schedule runs on the shared network model
+//  (sim/program/shared_network.h),
 //    sharing links with whatever else is in flight. Reservations still running are first
 //    replayed on the shared network from their starts (exact: the network was idle meanwhile
 //    but for them, and for latency-bound ones that have ended), so the contention from then on

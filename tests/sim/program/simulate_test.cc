@@ -238,6 +238,24 @@ TEST_CASE("a loop with a collective: trip_count x (permute + op)") {
   CHECK(r.collectives.at(0).memoized == 5);
 }
 
+// HandOptions with every collective instance on the shared network (no memo): the reference
+// the fast paths must match.
+SimOptions LiveOptions() {
+  SimOptions live = HandOptions();
+  live.memoize_collectives = false;
+  return live;
+}
+
+// A line of 4 chips (a mesh: not translation symmetric), 1e11 B/s and 1 us per hop as Ring4.
+std::unique_ptr<topo::Topology> Line4() {
+  topo::TopologyConfig lc;
+  lc.kind = "mesh";
+  lc.dims = {4};
+  lc.link_bandwidth = 1e11;
+  lc.hop_latency_us = 1.0;
+  return topo::MakeTopology(lc);
+}
+
 // Two all-to-alls of 1 MiB per partition; the second is issued 1.08192 us after the first
 // (a neg in between), while the first is still running. On a line of 4 chips (not translation
 // symmetric) the first, started on the fast path, is replayed on the shared network and both
@@ -252,15 +270,9 @@ TEST_CASE("memoized and fully simulated collectives agree, also under contention
   auto* first = b.AllToAll(x, 0, 0, {}, 4);
   auto* second = b.AllToAll(b.Neg(y), 0, 0, {}, 4);
   b.Tuple({first, second});
-  SimOptions memo = HandOptions();
-  SimOptions live = HandOptions();
-  live.memoize_collectives = false;
-  topo::TopologyConfig lc;
-  lc.kind = "mesh";
-  lc.dims = {4};
-  lc.link_bandwidth = 1e11;
-  lc.hop_latency_us = 1.0;
-  const std::unique_ptr<topo::Topology> line = topo::MakeTopology(lc);
+  const SimOptions memo = HandOptions();
+  const SimOptions live = LiveOptions();
+  const std::unique_ptr<topo::Topology> line = Line4();
   const std::unique_ptr<topo::Topology> ring4 = Ring4();
   for (const topo::Topology* t : {line.get(), ring4.get()}) {
     CAPTURE(t->name());
@@ -283,6 +295,39 @@ TEST_CASE("memoized and fully simulated collectives agree, also under contention
   }
 }
 
+// Two independent all-to-alls issued at the same time (a backward pass's two): on the ring of 4
+// (translation symmetric) the first starts on its memo and the second joins it, both solved
+// together by the symmetric flow model; on the line of 4 both run on the shared network. Either
+// way the devices finish exactly when the full simulation (every instance live) says, and the
+// pair takes longer than one alone.
+TEST_CASE("all-to-alls issued together are solved together, as the full simulation runs them") {
+  ir::Module m("together");
+  Builder b(m.AddComputation("main", true));
+  auto* x = b.Parameter(0, Shape(DType::kF32, {262144}), "x");
+  auto* y = b.Parameter(1, Shape(DType::kF32, {131072}), "y");
+  b.Tuple({b.AllToAll(x, 0, 0, {}, 4), b.AllToAll(y, 0, 0, {}, 4)});
+  const SimOptions memo = HandOptions();
+  const SimOptions live = LiveOptions();
+  const std::unique_ptr<topo::Topology> line = Line4();
+  const std::unique_ptr<topo::Topology> ring4 = Ring4();
+  for (const topo::Topology* t : {line.get(), ring4.get()}) {
+    CAPTURE(t->name());
+    const bool ring = t != line.get();
+    const RunResult a = Simulate(m, *t, memo);
+    const RunResult c = Simulate(m, *t, live);
+    CHECK(a.step_time == c.step_time);
+    for (size_t d = 0; d < a.devices.size(); ++d) CHECK(a.devices[d].finish == c.devices[d].finish);
+    CHECK(a.collectives.at(0).live_groups == (ring ? 0 : 1));
+    CHECK(a.collectives.at(1).live_groups == (ring ? 0 : 1));
+    CHECK(a.collectives.at(1).joined == (ring ? 1 : 0));
+    CHECK(a.links.total_bytes == doctest::Approx(c.links.total_bytes));
+    ir::Module alone("alone");
+    Builder ba(alone.AddComputation("main", true));
+    ba.AllToAll(ba.Parameter(0, Shape(DType::kF32, {262144}), "x"), 0, 0, {}, 4);
+    CHECK(Simulate(alone, *t, memo).step_time < a.step_time);
+  }
+}
+
 // Two 4-byte all-reduces over the ring, the second issued while the first runs: both are
 // latency-bound (a few bytes per link at 1e11 B/s: picoseconds of a collective of microseconds
 // of hop latency), so the second runs on its memo beside the first instead of both being replayed
@@ -295,11 +340,8 @@ TEST_CASE("latency-bound collectives overlap on their memos") {
   auto* first = b.AllReduce(x, ir::ReduceKind::kAdd);
   auto* second = b.AllReduce(b.Neg(x), ir::ReduceKind::kAdd);
   b.Tuple({first, second});
-  SimOptions memo = HandOptions();
-  SimOptions live = HandOptions();
-  live.memoize_collectives = false;
-  const RunResult a = Simulate(m, *Ring4(), memo);
-  const RunResult c = Simulate(m, *Ring4(), live);
+  const RunResult a = Simulate(m, *Ring4(), HandOptions());
+  const RunResult c = Simulate(m, *Ring4(), LiveOptions());
   CHECK(a.collectives.at(1).joined == 1);
   CHECK(a.collectives.at(0).replayed == 0);
   CHECK(a.collectives.at(1).live_groups == 0);
