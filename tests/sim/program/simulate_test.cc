@@ -256,12 +256,37 @@ std::unique_ptr<topo::Topology> Line4() {
   return topo::MakeTopology(lc);
 }
 
+// Runs `m` (two all-to-alls, the first of f32[262144] per partition) on a line of 4 chips and
+// on the ring of 4, memoized and fully live (every instance on the shared network): the devices
+// finish at exactly the same times, the links carry the same bytes, and the pair takes longer
+// than the first alone. check(memoized run, is the ring) adds the counter checks.
+template <typename Check>
+void CheckMemoizedMatchesLive(const ir::Module& m, Check check) {
+  const std::unique_ptr<topo::Topology> line = Line4();
+  const std::unique_ptr<topo::Topology> ring4 = Ring4();
+  for (const topo::Topology* t : {line.get(), ring4.get()}) {
+    CAPTURE(t->name());
+    const RunResult a = Simulate(m, *t, HandOptions());
+    const RunResult c = Simulate(m, *t, LiveOptions());
+    CHECK(a.step_time == c.step_time);
+    for (size_t d = 0; d < a.devices.size(); ++d) CHECK(a.devices[d].finish == c.devices[d].finish);
+    CHECK(c.collectives.at(0).replayed == 0);
+    CHECK(c.collectives.at(0).live_groups == 1);
+    CHECK(a.links.total_bytes == doctest::Approx(c.links.total_bytes));
+    check(a, t != line.get());
+    // Sharing links cannot make the pair faster than the first alone.
+    ir::Module alone("alone");
+    Builder ba(alone.AddComputation("main", true));
+    ba.AllToAll(ba.Parameter(0, Shape(DType::kF32, {262144}), "x"), 0, 0, {}, 4);
+    CHECK(Simulate(alone, *t, HandOptions()).step_time < a.step_time);
+  }
+}
+
 // Two all-to-alls of 1 MiB per partition; the second is issued 1.08192 us after the first
 // (a neg in between), while the first is still running. On a line of 4 chips (not translation
 // symmetric) the first, started on the fast path, is replayed on the shared network and both
 // share links from then on; on the ring of 4 the second joins the first and the symmetric flow
-// model solves both together. Either way the devices finish exactly when the full simulation
-// (no memo: every instance on the shared network) says.
+// model solves both together.
 TEST_CASE("memoized and fully simulated collectives agree, also under contention") {
   ir::Module m("contention");
   Builder b(m.AddComputation("main", true));
@@ -270,62 +295,27 @@ TEST_CASE("memoized and fully simulated collectives agree, also under contention
   auto* first = b.AllToAll(x, 0, 0, {}, 4);
   auto* second = b.AllToAll(b.Neg(y), 0, 0, {}, 4);
   b.Tuple({first, second});
-  const SimOptions memo = HandOptions();
-  const SimOptions live = LiveOptions();
-  const std::unique_ptr<topo::Topology> line = Line4();
-  const std::unique_ptr<topo::Topology> ring4 = Ring4();
-  for (const topo::Topology* t : {line.get(), ring4.get()}) {
-    CAPTURE(t->name());
-    const bool ring = t != line.get();
-    const RunResult a = Simulate(m, *t, memo);
-    const RunResult c = Simulate(m, *t, live);
-    CHECK(a.step_time == c.step_time);
-    for (size_t d = 0; d < a.devices.size(); ++d) CHECK(a.devices[d].finish == c.devices[d].finish);
+  CheckMemoizedMatchesLive(m, [](const RunResult& a, bool ring) {
     CHECK(a.collectives.at(0).replayed == (ring ? 0 : 1));
     CHECK(a.collectives.at(1).joined == (ring ? 1 : 0));
     CHECK(a.collectives.at(1).live_groups == (ring ? 0 : 1));
-    CHECK(c.collectives.at(0).replayed == 0);
-    CHECK(c.collectives.at(0).live_groups == 1);
-    CHECK(a.links.total_bytes == doctest::Approx(c.links.total_bytes));
-    // Sharing links cannot make the pair faster than the first alone.
-    ir::Module alone("alone");
-    Builder ba(alone.AddComputation("main", true));
-    ba.AllToAll(ba.Parameter(0, Shape(DType::kF32, {262144}), "x"), 0, 0, {}, 4);
-    CHECK(Simulate(alone, *t, memo).step_time < a.step_time);
-  }
+  });
 }
 
 // Two independent all-to-alls issued at the same time (a backward pass's two): on the ring of 4
 // (translation symmetric) the first starts on its memo and the second joins it, both solved
-// together by the symmetric flow model; on the line of 4 both run on the shared network. Either
-// way the devices finish exactly when the full simulation (every instance live) says, and the
-// pair takes longer than one alone.
+// together by the symmetric flow model; on the line of 4 both run on the shared network.
 TEST_CASE("all-to-alls issued together are solved together, as the full simulation runs them") {
   ir::Module m("together");
   Builder b(m.AddComputation("main", true));
   auto* x = b.Parameter(0, Shape(DType::kF32, {262144}), "x");
   auto* y = b.Parameter(1, Shape(DType::kF32, {131072}), "y");
   b.Tuple({b.AllToAll(x, 0, 0, {}, 4), b.AllToAll(y, 0, 0, {}, 4)});
-  const SimOptions memo = HandOptions();
-  const SimOptions live = LiveOptions();
-  const std::unique_ptr<topo::Topology> line = Line4();
-  const std::unique_ptr<topo::Topology> ring4 = Ring4();
-  for (const topo::Topology* t : {line.get(), ring4.get()}) {
-    CAPTURE(t->name());
-    const bool ring = t != line.get();
-    const RunResult a = Simulate(m, *t, memo);
-    const RunResult c = Simulate(m, *t, live);
-    CHECK(a.step_time == c.step_time);
-    for (size_t d = 0; d < a.devices.size(); ++d) CHECK(a.devices[d].finish == c.devices[d].finish);
+  CheckMemoizedMatchesLive(m, [](const RunResult& a, bool ring) {
     CHECK(a.collectives.at(0).live_groups == (ring ? 0 : 1));
     CHECK(a.collectives.at(1).live_groups == (ring ? 0 : 1));
     CHECK(a.collectives.at(1).joined == (ring ? 1 : 0));
-    CHECK(a.links.total_bytes == doctest::Approx(c.links.total_bytes));
-    ir::Module alone("alone");
-    Builder ba(alone.AddComputation("main", true));
-    ba.AllToAll(ba.Parameter(0, Shape(DType::kF32, {262144}), "x"), 0, 0, {}, 4);
-    CHECK(Simulate(alone, *t, memo).step_time < a.step_time);
-  }
+  });
 }
 
 // Two 4-byte all-reduces over the ring, the second issued while the first runs: both are
