@@ -93,6 +93,8 @@ class RadixQueue {
   struct Chain {
     std::vector<uint32_t> blocks;  // indices into blocks_, in fill order
     size_t size = 0;               // entries; all blocks full but the last
+    Entry* tail = nullptr;         // next free entry of the last block
+    Entry* tail_end = nullptr;     // the last block's end (tail == tail_end: full or none)
   };
 
   size_t BucketOf(int64_t key) const {
@@ -106,16 +108,17 @@ class RadixQueue {
       return;
     }
     Chain& chain = chains_[bucket];
-    const size_t at = chain.size % kBlockEntries;
-    if (at == 0) {
+    if (chain.tail == chain.tail_end) {
       if (free_blocks_.empty()) {
         free_blocks_.push_back(static_cast<uint32_t>(blocks_.size()));
         blocks_.push_back(std::make_unique_for_overwrite<Entry[]>(kBlockEntries));
       }
       chain.blocks.push_back(free_blocks_.back());
       free_blocks_.pop_back();
+      chain.tail = blocks_[chain.blocks.back()].get();
+      chain.tail_end = chain.tail + kBlockEntries;
     }
-    blocks_[chain.blocks.back()][at] = e;
+    *chain.tail++ = e;
     ++chain.size;
   }
 
@@ -151,6 +154,7 @@ class RadixQueue {
     Chain from;
     from.blocks.swap(chains_[b].blocks);
     std::swap(from.size, chains_[b].size);
+    chains_[b].tail = chains_[b].tail_end = nullptr;
     int64_t min_key = std::numeric_limits<int64_t>::max();
     ForEach(from, [&](const Entry& e) { min_key = std::min(min_key, e.key); });
     base_ = min_key;

@@ -37,9 +37,14 @@ Time PacketNetwork::NextEventTime() const {
 void PacketNetwork::Start(TransferId id, int64_t src_core, int64_t dst_core, Bytes bytes, Time now) {
   internal::CheckStart("packet", topology_, src_core, dst_core, bytes, now, time_, NextEventTime());
   time_ = now;
-  const auto paths = topology_.RouteSplit(src_core, dst_core);
-  if (paths.empty()) throw Error("packet network: topology " + topology_.name() + " returned no path");
-  const std::vector<int64_t> parts = internal::SplitBytes(bytes.value, paths);
+  // Into buffers kept across calls: no allocation per transfer (a pod-wide all-to-all starts
+  // millions).
+  const size_t num_paths = topology_.RouteSplitInto(src_core, dst_core, route_paths_);
+  if (num_paths == 0)
+    throw Error("packet network: topology " + topology_.name() + " returned no path");
+  const std::vector<topo::Topology::WeightedPath>& paths = route_paths_;
+  internal::SplitBytesInto(bytes.value, paths.data(), num_paths, split_parts_);
+  const std::vector<int64_t>& parts = split_parts_;
   int32_t slot;
   if (!free_slots_.empty()) {
     slot = free_slots_.back();
@@ -49,8 +54,8 @@ void PacketNetwork::Start(TransferId id, int64_t src_core, int64_t dst_core, Byt
     slots_.emplace_back();
   }
   slots_[static_cast<size_t>(slot)] =
-      TransferSlot{id, static_cast<int32_t>(paths.size()), static_cast<int32_t>(paths.size())};
-  for (size_t p = 0; p < paths.size(); ++p) {
+      TransferSlot{id, static_cast<int32_t>(num_paths), static_cast<int32_t>(num_paths)};
+  for (size_t p = 0; p < num_paths; ++p) {
     int32_t s;
     if (!free_streams_.empty()) {
       s = free_streams_.back();

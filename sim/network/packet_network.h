@@ -111,6 +111,8 @@ class PacketNetwork : public NetworkModel {
   std::vector<int32_t> free_packets_;
   std::vector<TransferSlot> slots_;
   std::vector<int32_t> free_slots_;
+  std::vector<topo::Topology::WeightedPath> route_paths_;  // Start's routes (reused)
+  std::vector<int64_t> split_parts_;                       // and their bytes per path
 };
 
 }  // namespace podsim::sim
