@@ -76,6 +76,12 @@ struct InferenceConfig {
           AsInt(bs[k], IndexPath(r.PathOf("batches"), k), Limit::Between(1, 1 << 24)));
     }
     if (r.Has("inference")) {
+      // DecodeConfig reads a batch too; here every batch comes from `batches`, and one given
+      // here would be silently replaced.
+      if (r.Value("inference").is_object() && r.Value("inference").contains("batch")) {
+        FailAt(r.PathOf("inference") + ".batch",
+               "not read here: the batch sizes are the experiment's \"batches\" list");
+      }
       c.decode = models::DecodeConfig::FromJson(r.Value("inference"), r.PathOf("inference"), {});
     }
     if (r.Has("sim")) c.sim = r.Value("sim");

@@ -112,6 +112,10 @@ TEST_CASE("inference: bad configs are errors naming the key") {
   CHECK_THROWS_WITH_AS(CheckExperimentConfig(c, "<test>"), doctest::Contains("inference.beam"),
                        ConfigError);
   c = Config({8});
+  c["inference"]["batch"] = 64;  // the batches come from "batches"; this one would be ignored
+  CHECK_THROWS_WITH_AS(CheckExperimentConfig(c, "<test>"), doctest::Contains("inference.batch"),
+                       ConfigError);
+  c = Config({8});
   c["points"][0]["model"]["experts"] = 4;  // fewer experts than the 8 cores to split them over
   CHECK_THROWS_WITH_AS(CheckExperimentConfig(c, "<test>"), doctest::Contains("points[0]"),
                        ConfigError);
