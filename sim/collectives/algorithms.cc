@@ -113,16 +113,17 @@ std::string DefaultAlgorithm(const CollectiveSpec& spec, const topo::Topology& t
       if (members <= kTimedChoiceMaxMembers) {
         AlgorithmOptions options;
         options.algorithm = name;
-        const Schedule schedule = BuildSchedule(spec, topology, options);
-        // No flow timing for a candidate that cannot win: one whose busiest link alone needs as
-        // long as the best so far (the flow model moves no link's bytes faster than its
-        // bandwidth). The bound is taken 0.1% low, below any rounding of split routes' bytes, so
-        // the choice is the one timing every candidate makes.
+        // No schedule and no flow timing for a candidate that cannot win: one whose busiest
+        // link alone needs as long as the best so far (the flow model moves no link's bytes
+        // faster than its bandwidth), found from its transfers alone. The bound is taken 0.1%
+        // low, below any rounding of split routes' bytes, so the choice is the one timing every
+        // candidate makes.
         if (!best.empty()) {
-          const std::optional<double> bound_us =
-              BusiestLinkBound(topology, ScheduleLinkBytes(schedule, topology));
+          const std::optional<double> bound_us = BusiestLinkBound(
+              topology, ScheduleLinkBytes(BuildTransfers(spec, topology, options), topology));
           if (bound_us && *bound_us * 1e-6 * 0.999 >= best_s) continue;
         }
+        const Schedule schedule = BuildSchedule(spec, topology, options);
         FlowNetwork network(topology);
         s = RunTiming(schedule, topology, network).total.seconds();
       } else {
@@ -139,8 +140,10 @@ std::string DefaultAlgorithm(const CollectiveSpec& spec, const topo::Topology& t
   return best.empty() ? "ring-bidir" : best;
 }
 
-Schedule BuildSchedule(const CollectiveSpec& spec, const topo::Topology& topology,
-                       const AlgorithmOptions& options) {
+namespace {
+
+Schedule Build(const CollectiveSpec& spec, const topo::Topology& topology,
+               const AlgorithmOptions& options, bool derive_dependencies) {
   const int64_t num_partitions = topology.num_cores();
   const std::vector<std::vector<int64_t>> groups = ResolveReplicaGroups(spec, num_partitions);
   if (options.chunks < 1) {
@@ -176,7 +179,7 @@ Schedule BuildSchedule(const CollectiveSpec& spec, const topo::Topology& topolog
     }
   }
 
-  const internal::BuildContext context{spec, topology, options, groups};
+  const internal::BuildContext context{spec, topology, options, groups, derive_dependencies};
   // Algorithm names are checked above; each builder estimates its size before allocating.
   if (algorithm == "ring") {
     internal::BuildRing(context, /*bidirectional=*/false, schedule);
@@ -194,6 +197,18 @@ Schedule BuildSchedule(const CollectiveSpec& spec, const topo::Topology& topolog
     internal::BuildAllToAllStaged(context, schedule);
   }
   return schedule;
+}
+
+}  // namespace
+
+Schedule BuildSchedule(const CollectiveSpec& spec, const topo::Topology& topology,
+                       const AlgorithmOptions& options) {
+  return Build(spec, topology, options, /*derive_dependencies=*/true);
+}
+
+Schedule BuildTransfers(const CollectiveSpec& spec, const topo::Topology& topology,
+                        const AlgorithmOptions& options) {
+  return Build(spec, topology, options, /*derive_dependencies=*/false);
 }
 
 namespace internal {

@@ -58,4 +58,10 @@ std::string DefaultAlgorithm(const CollectiveSpec& spec, const topo::Topology& t
 Schedule BuildSchedule(const CollectiveSpec& spec, const topo::Topology& topology,
                        const AlgorithmOptions& options = {});
 
+// BuildSchedule's transfers without their dependencies: what each sends where, for link loads
+// (ScheduleLinkBytes), not a schedule to run. Cheaper where the builder derives dependencies
+// from the buffer ranges each transfer touches (torus, halving-doubling, tree).
+Schedule BuildTransfers(const CollectiveSpec& spec, const topo::Topology& topology,
+                        const AlgorithmOptions& options);
+
 }  // namespace podsim::sim

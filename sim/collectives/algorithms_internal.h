@@ -25,6 +25,9 @@ struct BuildContext {
   const topo::Topology& topology;
   const AlgorithmOptions& options;
   const std::vector<std::vector<int64_t>>& groups;  // resolved
+  // false: the transfers only, without the dependencies builders derive from buffer ranges
+  // (ScheduleBuilder's tracking), for link loads (BuildTransfers).
+  bool derive_dependencies = true;
 };
 
 // The send queues of a ring algorithm. A ring algorithm runs as channels (one per ring direction,

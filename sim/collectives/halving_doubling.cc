@@ -51,7 +51,7 @@ void BuildHalvingDoubling(const BuildContext& context, Schedule& schedule) {
   // Reduce-scatter works in a scratch copy of the input: its output holds one block only.
   const Buffer work = scatter ? Buffer::kScratch : Buffer::kOutput;
   if (scatter) schedule.scratch_elements.assign(static_cast<size_t>(schedule.num_partitions), 0);
-  ScheduleBuilder builder(schedule, /*track=*/true);
+  ScheduleBuilder builder(schedule, /*track=*/context.derive_dependencies);
   for (const std::vector<int64_t>& group : context.groups) {
     const int64_t g = static_cast<int64_t>(group.size());
     int64_t m = 0;

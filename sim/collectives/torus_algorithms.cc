@@ -377,7 +377,7 @@ void BuildTorus(const BuildContext& context, Schedule& schedule) {
   }
   RequireScheduleMemory(context, "torus", estimate);
   schedule.transfers.reserve(static_cast<size_t>(estimate));
-  ScheduleBuilder builder(schedule, /*track=*/true);
+  ScheduleBuilder builder(schedule, /*track=*/context.derive_dependencies);
   std::string phases;
   for (size_t g = 0; g < context.groups.size(); ++g) {
     TorusGroupBuilder group_builder(context, context.groups[g], boxes[g], builder, schedule);

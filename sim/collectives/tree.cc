@@ -78,7 +78,7 @@ void BuildTree(const BuildContext& context, Schedule& schedule) {
   RequireScheduleMemory(context, "tree", estimate);
   schedule.transfers.reserve(static_cast<size_t>(estimate));
 
-  ScheduleBuilder builder(schedule, /*track=*/true);
+  ScheduleBuilder builder(schedule, /*track=*/context.derive_dependencies);
   for (const std::vector<int64_t>& group : context.groups) {
     const int64_t g = static_cast<int64_t>(group.size());
     const int m = std::countr_zero(static_cast<uint64_t>(g));
