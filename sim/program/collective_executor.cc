@@ -60,48 +60,39 @@ void CollectiveExecutor::Flush() {
   if (ready.empty()) return;
   const Time now = engine_.now();
   std::erase_if(reservations_, [&](const Reservation& r) { return r.end <= now; });
-  // The fast path: every group of one instance, nothing else on the network.
-  const Key first = ready.front().first;
-  bool one_instance = true;
-  for (const auto& [key, group] : ready) one_instance = one_instance && key == first;
-  const CollectivePlan& c = plan_.collectives[static_cast<size_t>(first.first)];
-  if (memoize_ && one_instance && ready.size() == c.groups.size() && network_.idle()) {
-    if (reservations_.empty() || JoinsAsLatencyBound(first.first)) {
-      if (!reservations_.empty()) ++counters_[static_cast<size_t>(first.first)].joined;
-      RunFast(first, now);
-      return;
-    }
-    if (JoinSymmetric(first, now)) return;
+  // The fast path, instance by instance in arrival order, each as if it arrived just after the
+  // ones before it: all its groups ready, nothing live on the network, and nothing running or
+  // what runs joined (latency-bound, or symmetric all-to-alls solved together). Several
+  // instances at once take it only when all are symmetric all-to-alls (a backward pass issues
+  // two together); otherwise, and from the first that cannot join, they run live.
+  std::vector<Key> keys;  // in arrival order
+  std::map<Key, size_t> ready_groups;
+  for (const auto& [key, group] : ready) {
+    if (ready_groups[key]++ == 0) keys.push_back(key);
   }
-  // Several symmetric all-to-alls at once (a backward pass's two, issued together): the first
-  // on its memo when nothing runs, the others joining it, all solved together by the symmetric
-  // flow model, as JoinSymmetric does for one arriving later. Whatever does not join runs live.
-  if (memoize_ && !one_instance && network_.idle()) {
-    std::vector<Key> keys;  // in arrival order
-    std::map<Key, size_t> ready_groups;
-    for (const auto& [key, group] : ready) {
-      if (ready_groups[key]++ == 0) keys.push_back(key);
+  const bool fast =
+      memoize_ && network_.idle() && std::all_of(keys.begin(), keys.end(), [&](const Key& key) {
+        const CollectivePlan& p = plan_.collectives[static_cast<size_t>(key.first)];
+        return ready_groups[key] == p.groups.size() &&
+               (keys.size() == 1 || (p.spec.kind == CollectiveKind::kAllToAll &&
+                                     TraitsOf(key.first).symmetric.has_value()));
+      });
+  size_t started = 0;
+  while (fast && started < keys.size()) {
+    const Key& key = keys[started];
+    if (reservations_.empty() || JoinsAsLatencyBound(key.first)) {
+      if (!reservations_.empty()) ++counters_[static_cast<size_t>(key.first)].joined;
+      RunFast(key, now);
+    } else if (!JoinSymmetric(key, now)) {
+      break;
     }
-    const bool all_symmetric = std::all_of(keys.begin(), keys.end(), [&](const Key& key) {
-      const CollectivePlan& p = plan_.collectives[static_cast<size_t>(key.first)];
-      return ready_groups[key] == p.groups.size() && p.spec.kind == CollectiveKind::kAllToAll &&
-             TraitsOf(key.first).symmetric.has_value();
-    });
-    size_t joined = 0;
-    while (all_symmetric && joined < keys.size()) {
-      const Key& key = keys[joined];
-      if (reservations_.empty()) {
-        RunFast(key, now);
-      } else if (!JoinSymmetric(key, now)) {
-        break;
-      }
-      ++joined;
-    }
-    if (joined == keys.size()) return;
-    const std::set<Key> live(keys.begin() + static_cast<std::ptrdiff_t>(joined), keys.end());
-    std::erase_if(ready,
-                  [&](const std::pair<Key, int32_t>& r) { return live.count(r.first) == 0; });
+    ++started;
   }
+  if (started == keys.size()) return;
+  const std::set<Key> fast_started(keys.begin(),
+                                   keys.begin() + static_cast<std::ptrdiff_t>(started));
+  std::erase_if(ready,
+                [&](const std::pair<Key, int32_t>& r) { return fast_started.count(r.first) > 0; });
   if (!reservations_.empty()) Materialize();
   // Instances whose groups all start now run as one schedule; others group by group.
   std::map<Key, std::vector<int32_t>> by_key;
