@@ -159,13 +159,22 @@ class Planner {
       return Plan{{Step{StepKind::kPermute, -1, -1, to}}, PermuteCost(from)};
     }
     const int64_t r = g_.rank();
-    // All-to-all: the split of dim a moves to dim b.
+    // All-to-all: the split of dim a moves to dim b; or its minor factor k does, becoming the
+    // minor factor of b's split (a split over data x expert becoming a split over data and
+    // another dim's over expert, and back), an AllToAll within the groups of k partitions
+    // that differ only in that factor. A partial move needs the dims it cuts to divide evenly,
+    // so that k shards of a make one shard of the coarser split and a shard of b cuts in k.
     for (int64_t a = 0; a < r; ++a) {
-      if (from.tiles(a) == 1 || to.tiles(a) != 1) continue;
+      if (from.tiles(a) == 1 || from.tiles(a) <= to.tiles(a) || from.tiles(a) % to.tiles(a) != 0) {
+        continue;
+      }
+      const int64_t k = from.tiles(a) / to.tiles(a);
       for (int64_t b = 0; b < r; ++b) {
-        if (b == a || from.tiles(b) != 1 || to.tiles(b) != from.tiles(a)) continue;
-        TileLayout mid = from.Swapped(a, b);
-        consider({Step{StepKind::kAllToAll, a, b, mid}}, AllToAllCost(from, a, b), mid);
+        if (b == a || to.tiles(b) != from.tiles(b) * k) continue;
+        if (to.tiles(a) > 1 && g_.dims[a] % from.tiles(a) != 0) continue;
+        if (from.tiles(b) > 1 && g_.dims[b] % to.tiles(b) != 0) continue;
+        TileLayout mid = from.MovedFactor(a, b, k);
+        consider({Step{StepKind::kAllToAll, a, b, mid}}, AllToAllCost(from, k), mid);
       }
     }
     // All-gather the dims whose tiling differs, then slice.
@@ -223,8 +232,8 @@ class Planner {
     const double k = static_cast<double>(l.tiles(d));
     return Collective(Bytes(l.Gathered(d)) * (k - 1) / k);
   }
-  double AllToAllCost(const TileLayout& l, int64_t a, int64_t b) const {
-    const double k = static_cast<double>(l.tiles(a));
+  double AllToAllCost(const TileLayout& l, int64_t group) const {
+    const double k = static_cast<double>(group);
     return Collective(Bytes(l) * (k - 1) / k);
   }
   double PermuteCost(const TileLayout& l) const { return Collective(Bytes(l)); }
@@ -301,15 +310,18 @@ class Emitter {
         return sb_.SliceLeading(y, extents);
       }
       case StepKind::kAllToAll: {
-        const int64_t a = s.dim, b = s.dim2, k = cur.tiles(a);
+        // The groups: the partitions that differ only in the moved factor (the minor factor
+        // of b's new coordinate), each in that order, which is the order a's pieces
+        // concatenate in and b's pieces are sent in.
+        const int64_t a = s.dim, b = s.dim2, k = s.result.tiles(b) / cur.tiles(b);
         std::vector<int64_t> high(g_.rank(), 0);
-        high[b] = k * ShardExtent(g_.dims[b], k) - x->shape.dims[b];
+        high[b] = k * ShardExtent(g_.dims[b], s.result.tiles(b)) - x->shape.dims[b];
         x = sb_.PadHigh(x, high);
-        auto iota = cur.IotaGroupsAlong(a);
+        auto iota = s.result.IotaGroupsAlongMinor(b, k);
         Instruction* y = Log(iota ? b_.AllToAll(x, b, a, *iota)
-                                  : b_.AllToAll(x, b, a, cur.GroupsAlong(a)));
+                                  : b_.AllToAll(x, b, a, s.result.GroupsAlongMinor(b, k)));
         std::vector<int64_t> extents = y->shape.dims;
-        extents[a] = g_.dims[a];
+        extents[a] = ShardExtent(g_.dims[a], s.result.tiles(a));
         return sb_.SliceLeading(y, extents);
       }
       case StepKind::kPermute: {

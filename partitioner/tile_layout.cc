@@ -7,6 +7,36 @@
 
 namespace podsim::partitioner {
 
+namespace {
+
+// `major` (a dim's digits, major first) cut into the digits of coordinate / k and those of
+// coordinate mod k (the minor ones whose sizes make k; a digit of size s and stride t where k
+// falls inside it becomes s / r of stride t * r and r of stride t). nullopt when k does not
+// fall on a digit boundary that way.
+std::optional<std::pair<std::vector<ir::StridedMode>, std::vector<ir::StridedMode>>>
+SplitMinorModes(std::vector<ir::StridedMode> major, int64_t k) {
+  std::vector<ir::StridedMode> minor;
+  int64_t r = k;
+  while (r > 1) {
+    if (major.empty()) return std::nullopt;
+    const ir::StridedMode m = major.back();
+    major.pop_back();
+    if (m.size <= r && r % m.size == 0) {
+      minor.insert(minor.begin(), m);
+      r /= m.size;
+    } else if (m.size % r == 0) {
+      minor.insert(minor.begin(), ir::StridedMode{r, m.stride});
+      major.push_back(ir::StridedMode{m.size / r, m.stride * r});
+      r = 1;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return std::pair{std::move(major), std::move(minor)};
+}
+
+}  // namespace
+
 int64_t ShardExtent(int64_t global, int64_t tiles) { return (global + tiles - 1) / tiles; }
 
 TileLayout TileLayout::Replicated(int64_t rank, int64_t num_devices) {
@@ -242,46 +272,60 @@ bool TileLayout::Equivalent(const TileLayout& o) const {
 }
 
 std::vector<std::vector<int64_t>> TileLayout::GroupsAlong(int64_t d) const {
-  if (auto iota = IotaGroupsAlong(d)) return iota->ToGroups();
+  return GroupsAlongMinor(d, d == kPartialAxis ? partial_ : tiles_[d]);
+}
+
+std::optional<ir::IotaReplicaGroupList> TileLayout::IotaGroupsAlong(int64_t d) const {
+  return IotaGroupsAlongMinor(d, d == kPartialAxis ? partial_ : tiles_[d]);
+}
+
+std::vector<std::vector<int64_t>> TileLayout::GroupsAlongMinor(int64_t d, int64_t size) const {
+  if (auto iota = IotaGroupsAlongMinor(d, size)) return iota->ToGroups();
   const int64_t n = num_devices();
-  const int64_t size = d == kPartialAxis ? partial_ : tiles_[d];
-  // Key: every coordinate except the one along d, in mixed radix (n / size values).
+  const bool partial_axis = d == kPartialAxis;
+  // Key: every coordinate except the minor factor of the one along d, in mixed radix (n / size
+  // values).
   std::vector<int64_t> group_of(n / size, -1);
   std::vector<std::vector<int64_t>> out;
   for (int64_t p = 0; p < n; ++p) {
     int64_t key = 0;
     for (int64_t k = 0; k < rank(); ++k) {
-      if (k != d) key = key * tiles_[k] + Coord(p, k);
+      key = k != d ? key * tiles_[k] + Coord(p, k) : key * (tiles_[k] / size) + Coord(p, k) / size;
     }
-    if (d != kPartialAxis) key = key * partial_ + PartialIndex(p);
+    key = partial_axis ? key * (partial_ / size) + PartialIndex(p) / size
+                       : key * partial_ + PartialIndex(p);
     key = key * replicas_ + ReplicaIndex(p);
     int64_t& g = group_of[key];
     if (g < 0) {
       g = static_cast<int64_t>(out.size());
       out.emplace_back(size, -1);
     }
-    out[g][d == kPartialAxis ? PartialIndex(p) : Coord(p, d)] = p;
+    out[g][(partial_axis ? PartialIndex(p) : Coord(p, d)) % size] = p;
   }
   return out;
 }
 
-std::optional<ir::IotaReplicaGroupList> TileLayout::IotaGroupsAlong(int64_t d) const {
+std::optional<ir::IotaReplicaGroupList> TileLayout::IotaGroupsAlongMinor(int64_t d,
+                                                                         int64_t size) const {
   if (t_) return std::nullopt;
   const int64_t axis = d == kPartialAxis ? rank() : d;
+  std::optional<std::pair<std::vector<ir::StridedMode>, std::vector<ir::StridedMode>>> split =
+      SplitMinorModes(axes_[axis], size);
+  if (!split) return std::nullopt;
   // Groups ordered by their first member (the one at coordinate 0): the other digits, major
-  // first; members by their coordinate along the axis.
-  std::vector<ir::StridedMode> others;
+  // first; members by their coordinate along the axis's minor factor.
+  std::vector<ir::StridedMode> others = split->first;
   for (int64_t a = 0; a < static_cast<int64_t>(axes_.size()); ++a) {
     if (a != axis) others.insert(others.end(), axes_[a].begin(), axes_[a].end());
   }
   std::sort(others.begin(), others.end(),
             [](const ir::StridedMode& x, const ir::StridedMode& y) { return x.stride > y.stride; });
   std::vector<ir::StridedMode> modes = others;
-  modes.insert(modes.end(), axes_[axis].begin(), axes_[axis].end());
+  modes.insert(modes.end(), split->second.begin(), split->second.end());
   std::optional<ir::IotaDevices> devices = ir::IotaDevices::FromModes(modes);
   if (!devices) throw Error("internal: layout " + ToString() + " does not cover its partitions");
   ir::IotaReplicaGroupList g;
-  g.group_size = ir::ModesSize(axes_[axis]);
+  g.group_size = size;
   g.num_groups = num_devices_ / g.group_size;
   g.devices = std::move(*devices);
   return g;
@@ -374,6 +418,32 @@ TileLayout TileLayout::Swapped(int64_t a, int64_t b) const {
   }
   l.tiles_[b] = tiles_[a];
   l.tiles_[a] = 1;
+  l.t_ = std::move(t);
+  return l;
+}
+
+TileLayout TileLayout::MovedFactor(int64_t a, int64_t b, int64_t k) const {
+  if (a == b || k < 1 || tiles_[a] % k != 0) {
+    throw Error("internal: cannot move a factor " + std::to_string(k) + " of dim " +
+                std::to_string(a) + "'s split to dim " + std::to_string(b) + " of " + ToString());
+  }
+  if (k == tiles_[a] && tiles_[b] == 1) return Swapped(a, b);
+  TileLayout l = *this;
+  l.tiles_[a] = tiles_[a] / k;
+  l.tiles_[b] = tiles_[b] * k;
+  if (!t_) {
+    if (auto split = SplitMinorModes(axes_[a], k)) {
+      l.axes_[a] = std::move(split->first);
+      l.axes_[b].insert(l.axes_[b].end(), split->second.begin(), split->second.end());
+      return l;
+    }
+    return WithTables().MovedFactor(a, b, k);  // k does not fall on digit boundaries
+  }
+  auto t = std::make_shared<Tables>(*t_);
+  for (int64_t p = 0; p < num_devices(); ++p) {
+    t->coords[p * rank() + a] = static_cast<int32_t>(Coord(p, a) / k);
+    t->coords[p * rank() + b] = static_cast<int32_t>(Coord(p, b) * k + Coord(p, a) % k);
+  }
   l.t_ = std::move(t);
   return l;
 }

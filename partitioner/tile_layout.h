@@ -112,6 +112,16 @@ class TileLayout {
   // After an AllToAll that moves the split of dim a (tiled) to dim b (untiled): b takes a's
   // tile coordinates, a becomes untiled.
   TileLayout Swapped(int64_t a, int64_t b) const;
+  // After an AllToAll among the partitions that differ only in the minor factor k of dim a's
+  // coordinate (a = i * k + j, k dividing tiles(a)): a keeps i and j becomes the minor factor
+  // of b's coordinate (b -> b * k + j). The AllToAll's groups are the result's
+  // GroupsAlongMinor(b, k). Swapped(a, b) is k = tiles(a) with b untiled.
+  TileLayout MovedFactor(int64_t a, int64_t b, int64_t k) const;
+  // Partition groups that differ only in the minor factor k of their coordinate along tile dim
+  // d (coordinate mod k; k divides tiles(d)), each ordered by it; groups ordered by their first
+  // member. GroupsAlong(d) is k = tiles(d).
+  std::vector<std::vector<int64_t>> GroupsAlongMinor(int64_t d, int64_t k) const;
+  std::optional<ir::IotaReplicaGroupList> IotaGroupsAlongMinor(int64_t d, int64_t k) const;
   // Tile coordinate along d advanced by `shift` (mod tiles(d)) on every partition: the layout
   // after each partition passes its tile to the partition that held the previous one. Always
   // in the tables form.

@@ -83,6 +83,34 @@ TEST_CASE("reshard: moving the split to another dim is one all-to-all") {
         std::map<std::string, int64_t>{{"all-to-all", 1}});
 }
 
+TEST_CASE("reshard: moving a factor of a split is one all-to-all within the factor's groups") {
+  // Rows over 4 partitions (row tile = p) -> rows over 2 and columns over 2, device 2i + j at
+  // (i, j): row tile p / 2, column tile p % 2. Partitions 2i and 2i + 1 held the two quarters of
+  // row half i; each sends the other the column half it needs: AllToAll within {0,1}, {2,3}.
+  // And back. Under the paper's MoE layout on a data x expert mesh this is dispatch (groups
+  // over data x expert -> groups over data, experts over expert) and combine.
+  const Shape s(DType::kF32, {8, 6});
+  for (const auto& [from, to] :
+       {std::pair{Split(2, 0, 4), Tiles({2, 2})}, std::pair{Tiles({2, 2}), Split(2, 0, 4)},
+        std::pair{Tiles({2, 2}, 2), Tiles({4, 1}, 2)}}) {
+    CAPTURE(from.ToString());
+    CAPTURE(to.ToString());
+    auto m = ReshardModule(s, from, to);
+    PartitionResult r = testing::Partition(*m, from.devices.size());
+    testing::CheckNumerics(*m, r);
+    REQUIRE(CollectiveCounts(*r.module) == std::map<std::string, int64_t>{{"all-to-all", 1}});
+    for (const auto& i : r.module->entry()->instructions()) {
+      if (i->opcode != ir::Opcode::kAllToAll) continue;
+      const int64_t n = from.devices.size();
+      // Pairs of consecutive partitions; with a replica digit (minor) pairs 2 apart.
+      const std::vector<std::vector<int64_t>> want =
+          n == 4 ? std::vector<std::vector<int64_t>>{{0, 1}, {2, 3}}
+                 : std::vector<std::vector<int64_t>>{{0, 2}, {1, 3}, {4, 6}, {5, 7}};
+      CHECK(ir::ReplicaGroupsOf(*i) == want);
+    }
+  }
+}
+
 TEST_CASE("reshard: same tiles in another device order is one collective-permute") {
   const Shape s(DType::kF32, {8, 6});
   CHECK(Run(s, Split(2, 0, 4), Tiles({4, 1}, 1, {3, 2, 1, 0}), 4) ==
