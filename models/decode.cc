@@ -64,6 +64,13 @@ void ValidateDecodeConfig(const DecodeConfig& c) {
     throw Error("inference." + field + ": " + why);
   };
   if (c.partitions() < 1) fail("partitions", "must be >= 1");
+  // The decode step keeps the paper's layout (groups and experts over every partition): its
+  // caches are split by group only.
+  if (c.model.layer.model_parallel != 1 || c.model.layer.expert_parallel != 0) {
+    fail("model",
+         "model_parallel and expert_parallel are training-step layouts; inference runs "
+         "the paper's (groups and experts split over every partition)");
+  }
   if (c.batch < 1) fail("batch", "must be >= 1, got " + std::to_string(c.batch));
   if (c.beam < 1) fail("beam", "must be >= 1, got " + std::to_string(c.beam));
   if (c.source_len < 1) fail("source_len", "must be >= 1, got " + std::to_string(c.source_len));

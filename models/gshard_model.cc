@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "ir/builder.h"
 #include "ir/verifier.h"
+#include "models/layer_mesh.h"
 #include "models/moe_loss.h"
 #include "models/naming.h"
 #include "models/scopes.h"
@@ -112,20 +113,22 @@ std::vector<LayerStack> SideStacks(const GShardModelConfig& c, bool decoder) {
     auto attention = [&](const std::string& prefix, const std::string& ln) {
       stacks.push_back({at + ln + "_scale", {m}});
       stacks.push_back({at + ln + "_bias", {m}});
-      for (const char* w : {"wq", "wk", "wv"}) stacks.push_back({at + prefix + w, {m, n, k}});
-      stacks.push_back({at + prefix + "wo", {n, k, m}});
+      for (const char* w : {"wq", "wk", "wv"}) {
+        stacks.push_back({at + prefix + w, {m, n, k}, false, 1});
+      }
+      stacks.push_back({at + prefix + "wo", {n, k, m}, false, 0});
     };
     attention("attention_", "ln_attention");
     if (decoder) attention("cross_", "ln_cross");
     stacks.push_back({at + "ln_ffn_scale", {m}});
     stacks.push_back({at + "ln_ffn_bias", {m}});
     if (p + 1 < c.moe_every) {
-      stacks.push_back({at + "ffn_wi", {m, h}});
-      stacks.push_back({at + "ffn_wo", {h, m}});
+      stacks.push_back({at + "ffn_wi", {m, h}, false, 1});
+      stacks.push_back({at + "ffn_wo", {h, m}, false, 0});
     } else {
       stacks.push_back({at + "wg", {m, e}});
-      stacks.push_back({at + "wi", {e, m, h}, true});
-      stacks.push_back({at + "wo", {e, h, m}, true});
+      stacks.push_back({at + "wi", {e, m, h}, true, 2});
+      stacks.push_back({at + "wo", {e, h, m}, true, 1});
     }
   }
   return stacks;
@@ -137,12 +140,11 @@ Instruction* StackParameter(Builder& b, int64_t number, const LayerStack& s, int
   dims.insert(dims.begin(), iterations);
   Builder::ScopeGuard scope(b, std::string(s.expert ? kScopeMoeFfn : kScopeProjections));
   Instruction* w = b.Parameter(number, Shape(l.weight_dtype, dims), name);
-  if (l.annotate) {
-    if (s.expert && l.annotate_experts) {
-      partitioner::Split(w, 1, l.num_devices);
-    } else if (!s.expert) {
-      partitioner::Replicate(w);
-    }
+  const int64_t model_dim = s.model_dim < 0 ? -1 : s.model_dim + 1;
+  if (s.expert) {
+    AnnotateExperts(w, l, 1, model_dim);
+  } else {
+    AnnotateModel(w, l, model_dim);
   }
   return w;
 }
@@ -159,7 +161,9 @@ Instruction* LayerWeight(Builder& b, Instruction* stack, Instruction* layer, con
   Instruction* w = b.Reshape(b.DynamicSlice(stack, starts, sizes), s.dims);
   if (cast && w->shape.dtype != l.dtype) w = b.Convert(w, l.dtype);
   Named(w, s.name);
-  if (l.annotate && !(s.expert && l.annotate_experts)) partitioner::Replicate(w);
+  // An expert weight's layout is AddMoeCore's annotation on its use (none without
+  // annotate_experts: replicated).
+  if (!s.expert || !l.annotate_experts) AnnotateModel(w, l, s.expert ? -1 : s.model_dim);
   return w;
 }
 
@@ -191,9 +195,7 @@ class ModelBuilder {
     Instruction* w = Param(Shape(c_.layer.weight_dtype, std::move(dims)), name);
     return l_.annotate ? partitioner::Replicate(w) : w;
   }
-  Instruction* SplitGroups(Instruction* x) {
-    return l_.annotate ? partitioner::Split(x, 0, l_.num_devices) : x;
-  }
+  Instruction* SplitGroups(Instruction* x) { return AnnotateBatch(x, l_); }
   std::vector<Stack> Stacks(Side side) const { return SideStacks(c_, side == Side::kDecoder); }
   // The side's layer loop on x; returns its output (before the final LayerNorm) and adds its
   // auxiliary loss to *aux.

@@ -37,8 +37,11 @@
 // attention_wq / wk / wv / wo, in the decoder also ln_cross_* and cross_w*, ln_ffn_*, and
 // ffn_wi / ffn_wo or wg / wi / wo), then "<side>.ln_final_scale" / "_bias".
 //
-// Annotations (when layer.annotate): tokens and activations split on G over D, expert weights
-// (and their stacks) split on E, dispatched expert inputs split on E, everything else replicated.
+// Annotations (when layer.annotate), on the layer's mesh (models/layer_mesh.h; the paper's is
+// every device on the expert axis): tokens and activations split on G over data x expert, expert
+// weights (and their stacks) split on E over expert and on H over model, dispatched expert
+// inputs split on E over expert and G over data, attention weights split on heads and dense FFN
+// weights on H over model, everything else replicated.
 // Scopes: Figure 8's categories (models/scopes.h) for the layers, a sublayer's LayerNorm,
 // dropout and residual in its sublayer's category; "embedding" for the lookups, "softmax" for
 // the final LayerNorms, logits and loss.
@@ -127,12 +130,14 @@ struct LayerStack {
   std::string name;           // "l1.wi"
   std::vector<int64_t> dims;  // one layer's shape
   bool expert = false;
+  int64_t model_dim = -1;  // the dim of `dims` split over the model axis (-1: none)
 };
 // The stacks of the encoder's (decoder = false) or the decoder's layer loop, in parameter order.
 std::vector<LayerStack> SideStacks(const GShardModelConfig& config, bool decoder);
 // The entry parameter `number` holding `s` stacked over `iterations` layers ([iterations,
 // s.dims...] in the weight dtype), named `name`, in the projections' or (expert weights) the
-// MoE FFN's scope, annotated split on its expert dim or replicated as the config says.
+// MoE FFN's scope, annotated on the config's mesh (models/layer_mesh.h): its expert dim over the
+// expert axis, its model_dim over the model axis, replicated over the rest.
 ir::Instruction* StackParameter(ir::Builder& b, int64_t number, const LayerStack& s,
                                 int64_t iterations, const MoeLayerConfig& config,
                                 const std::string& name);

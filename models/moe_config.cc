@@ -30,6 +30,8 @@ MoeLayerConfig MoeLayerConfig::FromJson(const nlohmann::json& json, const std::s
   if (r.Has("weight_dtype")) {
     m.weight_dtype = ir::ParseDType(r.Choice("weight_dtype", {"f32", "bf16"}));
   }
+  m.model_parallel = r.Int("model_parallel", m.model_parallel, Limit::AtLeast(1));
+  m.expert_parallel = r.Int("expert_parallel", m.expert_parallel, Limit::NonNegative());
   r.Finish();
   return m;
 }
@@ -49,7 +51,9 @@ nlohmann::json MoeLayerConfig::ToJson() const {
           {"dropout", dropout},
           {"dtype", std::string(ir::DTypeName(dtype))},
           {"weight_dtype", std::string(ir::DTypeName(weight_dtype))},
-          {"num_devices", num_devices}};
+          {"num_devices", num_devices},
+          {"model_parallel", model_parallel},
+          {"expert_parallel", expert_parallel}};
 }
 
 GShardModelConfig GShardModelConfig::FromJson(const nlohmann::json& json, const std::string& path,

@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "ir/verifier.h"
+#include "models/layer_mesh.h"
 #include "models/naming.h"
 #include "models/scopes.h"
 #include "models/top2_gating.h"
@@ -59,12 +60,12 @@ std::unique_ptr<ir::Module> BuildMoeLayerPairLoss(const MoeLayerConfig& c,
     embedding = b.Parameter(next_parameter++, Shape(c.dtype, {loss.vocab_size, c.d_model}),
                             "embedding");
     if (c.annotate) {
-      partitioner::Split(tokens, 0, c.num_devices);
-      partitioner::Split(targets, 0, c.num_devices);
+      AnnotateBatch(tokens, c);
+      AnnotateBatch(targets, c);
       partitioner::Replicate(embedding);
     }
     x = Named(b.Gather(embedding, tokens, 0), "x");
-    if (c.annotate) partitioner::Split(x, 0, c.num_devices);
+    AnnotateBatch(x, c);
   }
   Instruction* y = AddSelfAttention(b, x, &next_parameter, c);
   Instruction* z = AddDenseFfn(b, y, &next_parameter, c);

@@ -5,6 +5,7 @@
 #include "base/error.h"
 #include "ir/builder.h"
 #include "ir/verifier.h"
+#include "models/layer_mesh.h"
 #include "partitioner/annotations.h"
 
 namespace podsim::models {
@@ -20,7 +21,7 @@ std::unique_ptr<ir::Module> BuildMoeStack(const MoeLayerConfig& c,
   int64_t next_parameter = 0;
   ir::Instruction* x = b.Parameter(
       next_parameter++, ir::Shape(c.dtype, {c.num_groups, c.tokens_per_group, c.d_model}), "x");
-  if (c.annotate) partitioner::Split(x, 0, c.num_devices);
+  AnnotateBatch(x, c);
   for (int64_t pair = 0; pair < num_layer_pairs; ++pair) {
     ir::Instruction* y = models::AddSelfAttention(b, x, &next_parameter, c);
     ir::Instruction* z = models::AddDenseFfn(b, y, &next_parameter, c);

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "ir/verifier.h"
+#include "models/layer_mesh.h"
 #include "models/naming.h"
 #include "models/scopes.h"
 #include "models/top2_gating.h"
@@ -31,23 +32,23 @@ Instruction* Relu(Builder& b, Instruction* x) {
   return b.Max(x, b.BroadcastScalar(zero, x->shape.dims));
 }
 
-// Replicate(x) when the config annotates.
-Instruction* Replicated(Instruction* x, const MoeLayerConfig& c) {
-  return c.annotate ? partitioner::Replicate(x) : x;
-}
+// How a weight is laid out on the mesh (models/layer_mesh.h): an expert weight has its dim 0
+// split over the expert axis; `model_dim` (-1: none) is the dim split over the model axis.
+struct WeightSplit {
+  int64_t model_dim = -1;
+  bool expert = false;
+};
 
-// Split on dim 0 (E) over the devices when the config annotates the experts.
-Instruction* SplitExperts(Instruction* x, const MoeLayerConfig& c) {
-  return c.annotate && c.annotate_experts ? partitioner::Split(x, 0, c.num_devices) : x;
-}
-
-// A weight parameter stored in c.weight_dtype, annotated by `annotate` (Replicate or a split;
-// null: none), and returned converted to the activation dtype when the two differ.
+// A weight parameter stored in c.weight_dtype, annotated as `split` says, and returned converted
+// to the activation dtype when the two differ.
 Instruction* AddWeight(Builder& b, int64_t* next_parameter, std::vector<int64_t> dims,
-                       const MoeLayerConfig& c, const std::string& name,
-                       Instruction* (*annotate)(Instruction*, const MoeLayerConfig&)) {
+                       const MoeLayerConfig& c, const std::string& name, WeightSplit split) {
   Instruction* w = AddParameter(b, next_parameter, std::move(dims), c.weight_dtype, name);
-  if (annotate != nullptr) annotate(w, c);
+  if (split.expert) {
+    AnnotateExperts(w, c, 0, split.model_dim);
+  } else {
+    AnnotateModel(w, c, split.model_dim);
+  }
   return w->shape.dtype == c.dtype ? w : b.Convert(w, c.dtype);
 }
 
@@ -120,13 +121,27 @@ void ValidateMoeFields(const MoeLayerConfig& c) {
     }
   }
   if (c.annotate) {
-    if (c.num_devices > c.num_groups) {
-      throw Error("moe.num_devices: " + std::to_string(c.num_devices) +
-                  " devices cannot split num_groups = " + std::to_string(c.num_groups));
+    const LayerMesh mesh = MeshOf(c);
+    // The paper's layout splits groups and experts over all D devices; another mesh names its
+    // axes.
+    const bool paper = mesh.data == 1 && mesh.model == 1;
+    const std::string of = paper ? ""
+                                 : " (mesh data " + std::to_string(mesh.data) + " x expert " +
+                                       std::to_string(mesh.expert) + " x model " +
+                                       std::to_string(mesh.model) + ")";
+    if (mesh.data * mesh.expert > c.num_groups) {
+      throw Error("moe.num_devices: " + std::to_string(mesh.data * mesh.expert) +
+                  (paper ? " devices" : " data x expert devices" + of) +
+                  " cannot split num_groups = " + std::to_string(c.num_groups));
     }
-    if (c.num_devices > c.num_experts) {
-      throw Error("moe.num_devices: " + std::to_string(c.num_devices) +
-                  " devices cannot split num_experts = " + std::to_string(c.num_experts));
+    if (mesh.expert > c.num_experts) {
+      throw Error("moe.num_devices: " + std::to_string(mesh.expert) +
+                  (paper ? " devices" : " expert devices" + of) +
+                  " cannot split num_experts = " + std::to_string(c.num_experts));
+    }
+    if (c.d_ff % mesh.model != 0) {
+      throw Error("moe.model_parallel: " + std::to_string(mesh.model) +
+                  " must divide d_ff = " + std::to_string(c.d_ff));
     }
   }
 }
@@ -144,6 +159,10 @@ void ValidateMoeConfig(const MoeLayerConfig& c) {
   if (c.tokens_per_group % c.seq_len != 0) {
     throw Error("moe.seq_len: must divide tokens_per_group (" + std::to_string(c.tokens_per_group) +
                 "), got " + std::to_string(c.seq_len));
+  }
+  if (c.annotate && c.num_heads % c.model_parallel != 0) {
+    throw Error("moe.model_parallel: " + std::to_string(c.model_parallel) +
+                " must divide num_heads = " + std::to_string(c.num_heads));
   }
 }
 
@@ -241,8 +260,8 @@ Instruction* AddInputNorm(Builder& b, Instruction* x, int64_t* next_parameter,
   if (!c.layer_norm) return x;
   Instruction* scale = AddParameter(b, next_parameter, {c.d_model}, c.weight_dtype, "ln_scale");
   Instruction* bias = AddParameter(b, next_parameter, {c.d_model}, c.weight_dtype, "ln_bias");
-  Replicated(scale, c);
-  Replicated(bias, c);
+  AnnotateModel(scale, c, -1);
+  AnnotateModel(bias, c, -1);
   return LayerNorm(b, x, scale, bias);
 }
 
@@ -267,13 +286,14 @@ Instruction* AddSelfAttention(Builder& b, Instruction* x, int64_t* next_paramete
   AttentionWeights w;
   Builder::ScopeGuard scope(b, std::string(kScopeProjections));
   Instruction* in = AddInputNorm(b, x, next_parameter, c);
-  auto weight = [&](std::vector<int64_t> dims, const char* name) {
-    return AddWeight(b, next_parameter, std::move(dims), c, name, Replicated);
+  // Heads (N) split over the model axis.
+  auto weight = [&](std::vector<int64_t> dims, const char* name, int64_t heads_dim) {
+    return AddWeight(b, next_parameter, std::move(dims), c, name, {heads_dim});
   };
-  w.wq = weight({m, n, k}, "attention_wq");
-  w.wk = weight({m, n, k}, "attention_wk");
-  w.wv = weight({m, n, k}, "attention_wv");
-  w.wo = weight({n, k, m}, "attention_wo");
+  w.wq = weight({m, n, k}, "attention_wq", 1);
+  w.wk = weight({m, n, k}, "attention_wk", 1);
+  w.wv = weight({m, n, k}, "attention_wv", 1);
+  w.wo = weight({n, k, m}, "attention_wo", 0);
   Instruction* out = AddAttentionCore(b, in, in, w, c, /*causal=*/false);
   return Named(AddResidual(b, x, out, *next_parameter, c), "attention_residual");
 }
@@ -289,8 +309,8 @@ Instruction* AddDenseFfn(Builder& b, Instruction* x, int64_t* next_parameter,
                          const MoeLayerConfig& c) {
   Builder::ScopeGuard scope(b, std::string(kScopeTransformerFfn));
   Instruction* in = AddInputNorm(b, x, next_parameter, c);
-  Instruction* wi = AddWeight(b, next_parameter, {c.d_model, c.d_ff}, c, "ffn_wi", Replicated);
-  Instruction* wo = AddWeight(b, next_parameter, {c.d_ff, c.d_model}, c, "ffn_wo", Replicated);
+  Instruction* wi = AddWeight(b, next_parameter, {c.d_model, c.d_ff}, c, "ffn_wi", {1});
+  Instruction* wo = AddWeight(b, next_parameter, {c.d_ff, c.d_model}, c, "ffn_wo", {0});
   Instruction* out =
       AddFfnCore(b, in, wi, wo, c.dropout, DropoutSite(c, *next_parameter, 1), nullptr, 1);
   return Named(AddResidual(b, x, out, *next_parameter, c), "ffn_residual");
@@ -313,25 +333,22 @@ Instruction* AddMoeFfn(Builder& b, Instruction* inputs, int64_t* next_parameter,
   MoeWeights w;
   {
     Builder::ScopeGuard scope(b, std::string(kScopeGateEinsums));
-    w.wg = AddWeight(b, next_parameter, {c.d_model, c.num_experts}, c, "wg", Replicated);
+    w.wg = AddWeight(b, next_parameter, {c.d_model, c.num_experts}, c, "wg", {});
   }
   {
     Builder::ScopeGuard scope(b, std::string(kScopeMoeFfn));
-    w.wi = AddWeight(b, next_parameter, {c.num_experts, c.d_model, c.d_ff}, c, "wi", SplitExperts);
-    w.wo = AddWeight(b, next_parameter, {c.num_experts, c.d_ff, c.d_model}, c, "wo", SplitExperts);
+    w.wi = AddWeight(b, next_parameter, {c.num_experts, c.d_model, c.d_ff}, c, "wi", {2, true});
+    w.wo = AddWeight(b, next_parameter, {c.num_experts, c.d_ff, c.d_model}, c, "wo", {1, true});
   }
   return AddMoeCore(b, inputs, w, c, aux_loss);
 }
 
 Instruction* AddMoeCore(Builder& b, Instruction* inputs, const MoeWeights& w,
                         const MoeLayerConfig& c, Instruction** aux_loss) {
-  const int64_t d = c.num_devices;
   const bool annotate_experts = c.annotate && c.annotate_experts;
-  if (c.annotate) partitioner::Split(inputs, 0, d);
-  if (annotate_experts) {
-    partitioner::Split(w.wi, 0, d);
-    partitioner::Split(w.wo, 0, d);
-  }
+  AnnotateBatch(inputs, c);
+  AnnotateExperts(w.wi, c, 0, 2);
+  AnnotateExperts(w.wo, c, 0, 1);
   Top2GatingResult gating;
   {
     Builder::ScopeGuard scope(b, std::string(kScopeGateEinsums));
@@ -357,7 +374,7 @@ Instruction* AddMoeCore(Builder& b, Instruction* inputs, const MoeWeights& w,
   {
     Builder::ScopeGuard scope(b, std::string(kScopeDispatchCombine));
     dispatched = Named(b.Transpose(gathered, {1, 0, 2, 3}), "dispatched_expert_inputs");
-    if (c.annotate) partitioner::Split(dispatched, 0, d);
+    AnnotateDispatched(dispatched, c);
   }
   Instruction* expert_major;
   {
@@ -370,7 +387,8 @@ Instruction* AddMoeCore(Builder& b, Instruction* inputs, const MoeWeights& w,
   {
     Builder::ScopeGuard scope(b, std::string(kScopeDispatchCombine));
     expert_outputs = Named(b.Transpose(expert_major, {1, 0, 2, 3}), "expert_outputs");
-    if (annotate_experts) partitioner::Split(expert_outputs, 0, d);
+    if (annotate_experts)
+      AnnotateBatch(expert_outputs, c);  // [G,E,C,M]: back to the groups' layout
   }
   Builder::ScopeGuard scope(b, std::string(kScopeGateEinsums));
   return Named(b.Einsum("GSEC,GECM->GSM", gating.combine_weights, expert_outputs), "moe_outputs");
@@ -386,7 +404,7 @@ std::unique_ptr<ir::Module> BuildMoeLayerPair(const MoeLayerConfig& c) {
     Builder::ScopeGuard scope(b, std::string(kScopeProjections));
     x = b.Parameter(next_parameter++, Shape(c.dtype, {c.num_groups, c.tokens_per_group, c.d_model}),
                     "x");
-    if (c.annotate) partitioner::Split(x, 0, c.num_devices);
+    AnnotateBatch(x, c);
   }
   // The Transformer layer.
   Instruction* y = AddSelfAttention(b, x, &next_parameter, c);

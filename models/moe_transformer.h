@@ -118,6 +118,12 @@ struct MoeLayerConfig {
   // With `annotate`: also wi / wo split on E and expert outputs split on G.
   bool annotate_experts = true;
   int64_t num_devices = 128;  // D, the partition count the annotations split over
+  // The logical mesh of the annotations (models/layer_mesh.h): D = data x expert x model.
+  // model_parallel splits the attention heads, the FFN hidden dim and every expert's hidden dim;
+  // expert_parallel splits the experts (0: D / model_parallel, the paper's layout with
+  // model_parallel = 1); the data axis is what is left.
+  int64_t model_parallel = 1;
+  int64_t expert_parallel = 0;
   uint64_t seed = 0;          // seed of the gating's random-uniform op (dropout: seed + 1 + n)
   // Pre-LayerNorm sublayers, as Lingvo's Transformer layers: x + Sublayer(LN(x)), each
   // LayerNorm with its own [M] scale and bias parameters, added before the sublayer's weights;
@@ -130,8 +136,8 @@ struct MoeLayerConfig {
 
   // `base` with the sizes an object gives: tokens_per_group, d_model, d_ff, num_heads,
   // head_dim, seq_len, capacity (0: DefaultCapacity), moe_layer_attention, layer_norm, dropout,
-  // dtype and weight_dtype ("f32", "bf16"). G, E and D come from where the model runs. Unknown keys
-  // and bad values are ConfigErrors naming `path`.key.
+  // dtype and weight_dtype ("f32", "bf16"), model_parallel and expert_parallel. G, E and D come
+  // from where the model runs. Unknown keys and bad values are ConfigErrors naming `path`.key.
   static MoeLayerConfig FromJson(const nlohmann::json& json, const std::string& path,
                                  MoeLayerConfig base);
   // The resolved sizes (capacity as ExpertCapacity), for results files.

@@ -19,6 +19,7 @@
 #include "ir/interpreter.h"
 #include "ir/opcode.h"
 #include "ir/text.h"
+#include "models/layer_mesh.h"
 #include "models/training_step.h"
 #include "partitioner/equivalence.h"
 #include "partitioner/spmd_partitioner.h"
@@ -410,6 +411,103 @@ TEST_CASE("whole model: bad configs name the field") {
   CHECK_THROWS_WITH_AS(
       GShardModelConfig::FromJson(nlohmann::json{{"dropout", 1.5}}, "model", ToyModelConfig(2)),
       doctest::Contains("model.dropout"), ConfigError);
+}
+
+TEST_CASE("layer mesh: device (i, j, k) = (i x expert + j) x model + k; axes of size 1 vanish") {
+  const LayerMesh mesh{2, 2, 2};  // data, expert, model
+  // An expert weight [E, M, H]: E over expert, H over model, replicated over data. Tile
+  // (j, 0, k) replica i is device (i * 2 + j) * 2 + k.
+  const ir::Sharding w = MeshSharding(mesh, 3, {{0, {MeshAxis::kExpert}}, {2, {MeshAxis::kModel}}});
+  CHECK(w.tile_dims == std::vector<int64_t>{2, 1, 2, 2});
+  CHECK(w.last_tile_dim_replicate);
+  for (int64_t i = 0; i < 2; ++i) {
+    for (int64_t j = 0; j < 2; ++j) {
+      for (int64_t k = 0; k < 2; ++k) CHECK(w.DeviceAt({j, 0, k, i}) == (i * 2 + j) * 2 + k);
+    }
+  }
+  // Activations [G, S, M]: G over data x expert (tile i * 2 + j), replicated over model.
+  const ir::Sharding x = MeshSharding(mesh, 3, {{0, {MeshAxis::kData, MeshAxis::kExpert}}});
+  CHECK(x.tile_dims == std::vector<int64_t>{4, 1, 1, 2});
+  for (int64_t t = 0; t < 4; ++t) {
+    for (int64_t k = 0; k < 2; ++k) CHECK(x.DeviceAt({t, 0, 0, k}) == t * 2 + k);
+  }
+  // The paper's layout (every device on the expert axis) is Split(x, 0, D) exactly, so its
+  // programs do not change; a tensor split over size-1 axes only is replicated.
+  const LayerMesh paper{1, 8, 1};
+  CHECK(MeshSharding(paper, 3, {{0, {MeshAxis::kData, MeshAxis::kExpert}}}) ==
+        ir::Sharding::TiledIota({8, 1, 1}));
+  CHECK(MeshSharding(paper, 2, {{1, {MeshAxis::kModel}}}) == ir::Sharding::Replicated());
+}
+
+TEST_CASE("layer mesh: a mesh the model cannot take names the field") {
+  GShardModelConfig c = ToyModelConfig(8);
+  c.layer.num_heads = 4;
+  c.layer.model_parallel = 3;  // does not divide 8
+  CHECK_THROWS_WITH_AS(BuildGShardModelLoss(c), doctest::Contains("moe.model_parallel"), Error);
+  c.layer.model_parallel = 8;  // divides 8 devices, not the 4 heads
+  CHECK_THROWS_WITH_AS(BuildGShardModelLoss(c), doctest::Contains("num_heads = 4"), Error);
+  c.layer.model_parallel = 2;
+  c.layer.expert_parallel = 3;  // does not divide 8 / 2
+  CHECK_THROWS_WITH_AS(BuildGShardModelLoss(c), doctest::Contains("moe.expert_parallel"), Error);
+  c.layer.expert_parallel = 1;
+  c.layer.num_groups = 2;  // data 4 x expert 1 cannot split 2 groups
+  CHECK_THROWS_WITH_AS(
+      BuildGShardModelLoss(c),
+      doctest::Contains("4 data x expert devices (mesh data 4 x expert 1 x model 2)"), Error);
+  // From JSON, with the model's other keys.
+  const GShardModelConfig j = GShardModelConfig::FromJson(
+      nlohmann::json{{"model_parallel", 2}, {"expert_parallel", 4}}, "model", ToyModelConfig(8));
+  CHECK(j.layer.model_parallel == 2);
+  CHECK(j.layer.expert_parallel == 4);
+  CHECK_THROWS_WITH_AS(GShardModelConfig::FromJson(nlohmann::json{{"model_parallel", 0}}, "model",
+                                                   ToyModelConfig(2)),
+                       doctest::Contains("model.model_parallel"), ConfigError);
+}
+
+TEST_CASE(
+    "whole model: the training step on a data x expert x model mesh equals the unpartitioned one") {
+  // D = data x expert x model (models/layer_mesh.h); expert 0 means D / model.
+  struct Mesh {
+    int64_t devices, model, expert;
+  };
+  for (Mesh mesh : {Mesh{8, 2, 2}, Mesh{4, 2, 0}, Mesh{4, 1, 2}, Mesh{8, 1, 2}, Mesh{4, 4, 1}}) {
+    CAPTURE(mesh.devices);
+    CAPTURE(mesh.model);
+    CAPTURE(mesh.expert);
+    GShardModelConfig c = ToyModelConfig(mesh.devices);
+    c.layer.num_heads = 4;  // the model axis splits heads
+    c.layer.head_dim = 4;
+    c.layer.model_parallel = mesh.model;
+    c.layer.expert_parallel = mesh.expert;
+    const int64_t expert = mesh.expert == 0 ? mesh.devices / mesh.model : mesh.expert;
+    std::set<std::string> stacked;
+    auto loss = BuildGShardModelLoss(c, &stacked);
+    TrainingStep s = BuildTrainingStep(*loss, FloatParameters(*loss), OptimizerConfig{},
+                                       StepOptions(mesh.devices, stacked));
+    const partitioner::PartitionResult spmd =
+        partitioner::PropagateAndPartition(*s.module, mesh.devices);
+    const partitioner::EquivalenceReport report =
+        partitioner::CompareSpmd(*s.module, spmd, StepArguments(s, 9));
+    CAPTURE(report.ToString());
+    CHECK(report.ok());
+    // The layout moves are the MoE layers' AllToAlls alone, within groups of `expert` devices:
+    // 2 per MoE layer (one per side) forward, recomputed and mirrored backward, 12 in all as on
+    // the paper's layout (none when the experts are not split). The model axis adds AllReduces
+    // of partial sums, never a gather or a permute.
+    std::map<std::string, int> n;
+    for (const auto& comp : spmd.module->computations()) {
+      for (const auto& i : comp->instructions()) {
+        if (!ir::IsCollective(i->opcode)) continue;
+        ++n[std::string(ir::OpcodeName(i->opcode))];
+        if (i->opcode == ir::Opcode::kAllToAll) {
+          CHECK(ir::ReplicaGroupSizeOf(*i) == expert);
+        }
+      }
+    }
+    CHECK(n["all-to-all"] == (expert > 1 ? 12 : 0));
+    CHECK(n.count("all-gather") == 0);
+    CHECK(n.count("collective-permute") == 0);
+  }
 }
 
 }  // namespace
