@@ -12,10 +12,18 @@ namespace podsim::sim {
 CollectiveExecutor::CollectiveExecutor(Engine& engine, const ProgramPlan& plan,
                                        const topo::Topology& topology, const MemoOptions& options,
                                        bool memoize, DoneFn done)
-    : engine_(engine), plan_(plan), topology_(topology), options_(options), memoize_(memoize),
-      done_(std::move(done)), network_(engine, topology, options),
-      traits_(plan.collectives.size()), memo_by_id_(plan.collectives.size()),
-      memo_link_bytes_(topology.links().size(), 0.0), counters_(plan.collectives.size()) {}
+    : engine_(engine),
+      plan_(plan),
+      topology_(topology),
+      options_(options),
+      memoize_(memoize),
+      done_(std::move(done)),
+      network_(engine, topology, options),
+      traits_(plan.collectives.size()),
+      memo_by_id_(plan.collectives.size()),
+      canonical_(plan.collectives.size(), -1),
+      memo_link_bytes_(topology.links().size(), 0.0),
+      counters_(plan.collectives.size()) {}
 
 void CollectiveExecutor::Arrive(int32_t id, int64_t occurrence, int64_t device) {
   const CollectivePlan& c = plan_.collectives[static_cast<size_t>(id)];
@@ -336,10 +344,16 @@ std::shared_ptr<const CollectiveMemo> CollectiveExecutor::Memo(int32_t id) {
 }
 
 std::shared_ptr<const ScheduleData> CollectiveExecutor::Schedule(int32_t id, int32_t group) {
-  const Key key{id, group};
+  int32_t& canonical = canonical_[static_cast<size_t>(id)];
+  if (canonical < 0) {
+    canonical = canonical_by_signature_
+                    .emplace(MemoSignature(plan_.collectives[static_cast<size_t>(id)]), id)
+                    .first->second;
+  }
+  const Key key{canonical, group};
   auto it = schedules_.find(key);
   if (it != schedules_.end()) return it->second;
-  const CollectivePlan& c = plan_.collectives[static_cast<size_t>(id)];
+  const CollectivePlan& c = plan_.collectives[static_cast<size_t>(canonical)];
   CollectiveSpec spec = c.spec;
   if (group >= 0) {
     const std::vector<int64_t>& members = c.groups[static_cast<size_t>(group)];

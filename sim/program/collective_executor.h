@@ -137,7 +137,11 @@ class CollectiveExecutor {
   std::vector<std::optional<Traits>> traits_;  // per collective, once computed
   std::vector<std::shared_ptr<const CollectiveMemo>> memo_by_id_;
   std::map<std::string, std::shared_ptr<const CollectiveMemo>> memo_by_signature_;
-  std::map<Key, std::shared_ptr<const ScheduleData>> schedules_;  // (collective, group or -1)
+  // Schedules by (the first collective of its signature, group or -1): collectives that differ
+  // only in which instruction they are (every layer's AllReduce) share their schedules.
+  std::map<Key, std::shared_ptr<const ScheduleData>> schedules_;
+  std::vector<int32_t> canonical_;  // per collective, -1 until computed
+  std::map<std::string, int32_t> canonical_by_signature_;
   std::vector<double> memo_link_bytes_;
   std::vector<LinkPeriod> memo_periods_;
   std::vector<uint8_t> memo_period_dropped_;
