@@ -16,6 +16,7 @@ int RunCommand(const Args& args);         // podsim run EXPERIMENT.json --out DI
 int PartitionCommand(const Args& args);   // podsim partition FILE --mesh 4x2 [--explain]
 int CheckCommand(const Args& args);       // podsim check FILE --mesh 2x4 [--seed N]
 int SimulateCommand(const Args& args);    // podsim simulate FILE.hlo --topology ...
+int PlanCommand(const Args& args);        // podsim plan MODEL --topology POD
 int TrainStepCommand(const Args& args);   // podsim train-step [--config F] [--devices D]
 
 }  // namespace podsim::cli

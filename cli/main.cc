@@ -37,6 +37,7 @@ const std::vector<Command>& Commands() {
        podsim::cli::TrainStepCommand},
       {"simulate", "run an SPMD module on a pod: step time, memory, trace",
        podsim::cli::SimulateCommand},
+      {"plan", "search the best way to shard the MoE model on a pod", podsim::cli::PlanCommand},
   };
   return commands;
 }

@@ -65,6 +65,18 @@ def test_simulate_and_cost():
     check("ir-cost", cli_json("ir", "cost", module, "--json"))
 
 
+def test_plan(tmp_path):
+    model = tmp_path / "model.json"
+    model.write_text(json.dumps({
+        "experts": 8, "batch_tokens": 64, "num_layers": 2, "moe_every": 1, "d_model": 16,
+        "d_ff": 32, "num_heads": 4, "head_dim": 4, "tokens_per_group": 8, "seq_len": 4,
+        "source_vocab": 16, "target_vocab": 12}))
+    doc = cli_json("plan", str(model), "--topology", "tpu-v3-8", "--finalists", "2", "--json",
+                   "--price-per-chip-hour", "2")
+    check("plan", doc)
+    assert doc["candidates"][0]["status"] == "best"
+
+
 def run_experiment(binary, tmp_path, config):
     """Runs `config` with `podsim run`; checks its results.json; returns the output dir."""
     path = tmp_path / "config.json"

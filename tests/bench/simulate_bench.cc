@@ -17,12 +17,13 @@
 #include <memory>
 #include <string>
 
+#include "experiments/plan.h"
 #include "ir/builder.h"
 #include "models/gshard_model.h"
 #include "models/moe_transformer.h"
-#include "pipeline/training.h"
 #include "partitioner/propagation.h"
 #include "partitioner/spmd_partitioner.h"
+#include "pipeline/training.h"
 #include "sim/program/simulate.h"
 #include "topologies/load.h"
 
@@ -254,6 +255,28 @@ void BM_TrainingStepOnPod(benchmark::State& state) {
   state.counters["peak_rss_mib"] = PeakRssMib();
 }
 BENCHMARK(BM_TrainingStepOnPod)->Arg(12)->Arg(36)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+// podsim plan for MoE(2048E, 36L) on the 2,048 cores of a v3 pod with Table 3's calibration
+// (experiments/plan.h): every layout enumerated and estimated, the 3 best simulated on 2
+// threads. Target: under a minute on a 2-core machine.
+void BM_Plan2048E36L(benchmark::State& state) {
+  experiments::PlanSpec spec;
+  spec.model = {{"preset", "2048E,36L"}};
+  spec.topologies = {"tpu-v3-2048"};
+  spec.sim = {
+      {"device", "tpu-v3-core"}, {"network", {{"model", "flow"}}}, {"collective_overhead_us", 25}};
+  spec.topology_overrides = {{"link_bandwidth", 2.8e10}, {"hop_latency_us", 0.25}};
+  spec.jobs = 2;
+  experiments::PlanResult plan;
+  for (auto _ : state) {
+    plan = experiments::RunPlan(spec);
+    benchmark::DoNotOptimize(plan.candidates.size());
+  }
+  state.counters["candidates"] = static_cast<double>(plan.candidates.size());
+  state.counters["best_step_us"] = plan.candidates.front().step_s * 1e6;
+  state.counters["peak_rss_mib"] = PeakRssMib();
+}
+BENCHMARK(BM_Plan2048E36L)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 }  // namespace
 }  // namespace podsim::sim

@@ -1,8 +1,11 @@
 // The podsim sub-commands themselves (cli/commands.h, the podsim_cli library), called with
 // argument lists as main() passes them, their standard output captured.
 
+#include "cli/commands.h"
+
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -11,7 +14,6 @@
 
 #include "base/error.h"
 #include "base/io.h"
-#include "cli/commands.h"
 
 namespace podsim::cli {
 namespace {
@@ -242,6 +244,51 @@ TEST_CASE("simulate --out claims the directory: a second run needs --force") {
   CHECK(Run(SimulateCommand, forced, &out) == 0);
   CHECK(nlohmann::json::parse(ReadFile(dir + "/results.json"))["status"] == "ok");
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("plan --out: the ranked table, the winner's config, and a module podsim check passes") {
+  const std::string dir = "/tmp/podsim_cli_plan_out";
+  std::filesystem::remove_all(dir);
+  const std::string model = dir + "_model.json";
+  WriteFileAtomic(model, nlohmann::json{{"experts", 8},
+                                        {"batch_tokens", 64},
+                                        {"num_layers", 2},
+                                        {"moe_every", 1},
+                                        {"d_model", 16},
+                                        {"d_ff", 32},
+                                        {"num_heads", 4},
+                                        {"head_dim", 4},
+                                        {"tokens_per_group", 8},
+                                        {"seq_len", 4},
+                                        {"source_vocab", 16},
+                                        {"target_vocab", 12}}
+                             .dump());
+  std::string out;
+  const Args args = {model, "--topology", "tpu-v3-8", "--finalists", "2", "--jobs",
+                     "1",   "--out",      dir};
+  REQUIRE(Run(PlanCommand, args, &out) == 0);
+  CHECK(out.rfind("rank", 0) == 0);
+  CHECK(ReadFile(dir + "/status").rfind("status: done\n", 0) == 0);
+  const nlohmann::json plan = nlohmann::json::parse(ReadFile(dir + "/plan.json"));
+  CHECK(plan["schema_version"].is_number());
+  const nlohmann::json& best = plan["candidates"][0];
+  CHECK(best["status"] == "best");
+  CHECK(nlohmann::json::parse(ReadFile(dir + "/best_model.json")) == best["model"]);
+  // The check mesh: each of the winner's axes cut to at most 2.
+  std::string mesh;
+  for (const char* axis : {"data", "expert", "model"}) {
+    const int64_t size = best["mesh"][axis].get<int64_t>();
+    mesh += (mesh.empty() ? "" : "x") + std::to_string(std::min<int64_t>(size, 2));
+  }
+  CHECK(Run(CheckCommand, {dir + "/best_check.hlo", "--mesh", mesh}, &out) == 0);
+  CHECK(out.find("output(s) within tolerance") != std::string::npos);
+  // A second run into the same directory needs --force; a bad objective is an error.
+  CHECK_THROWS_WITH_AS(Run(PlanCommand, args, &out), doctest::Contains("pass --force"), Error);
+  CHECK_THROWS_WITH_AS(
+      Run(PlanCommand, {model, "--topology", "tpu-v3-8", "--objective", "speed"}, &out),
+      doctest::Contains("--objective"), Error);
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove(model);
 }
 
 }  // namespace

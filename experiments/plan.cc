@@ -1,0 +1,587 @@
+#include "experiments/plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "base/config.h"
+#include "base/csv.h"
+#include "base/error.h"
+#include "base/format.h"
+#include "base/parallel.h"
+#include "base/units.h"
+#include "experiments/runners.h"
+#include "experiments/training_point.h"
+#include "ir/cost.h"
+#include "ir/dtype.h"
+#include "models/gshard_model.h"
+#include "models/layer_mesh.h"
+#include "models/training_step.h"
+#include "sim/device/device.h"
+#include "sim/program/simulate.h"
+#include "topologies/load.h"
+
+namespace podsim::experiments {
+
+namespace {
+
+using models::GShardModelConfig;
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// What a pod offers a candidate: its cores, its device and its bandwidth per core.
+struct Pod {
+  std::string name;
+  nlohmann::json topology_json;
+  std::unique_ptr<topo::Topology> topology;
+  int64_t cores = 0, chips = 0, cores_per_chip = 1;
+  sim::DeviceSpec device;
+  double ici_per_core = 0;     // bytes/s: every ICI link's bandwidth, summed, over the cores
+  double onchip_per_core = 0;  // bytes/s: the on-chip links' likewise (0: none)
+  double memory_limit = 0;     // bytes per core
+};
+
+Pod LoadPod(const std::string& name, const PlanSpec& spec) {
+  Pod p;
+  p.name = name;
+  p.topology_json = PointTopologyJson(name, spec.topology_overrides, "plan");
+  p.topology = topo::LoadTopology(p.topology_json, "plan.topology");
+  const topo::Topology* t = p.topology.get();
+  p.cores = t->num_cores();
+  p.chips = t->num_chips();
+  p.cores_per_chip = t->cores_per_chip();
+  p.device = PointSimOptions(spec.sim, p.topology_json, "plan", p.cores).device;
+  double ici = 0, onchip = 0;
+  for (const topo::Link& l : t->links()) {
+    (l.kind == topo::LinkKind::kIci ? ici : onchip) += l.bandwidth.value;
+  }
+  p.ici_per_core = ici / static_cast<double>(p.cores);
+  p.onchip_per_core = onchip / static_cast<double>(p.cores);
+  p.memory_limit =
+      spec.memory_limit > 0 ? spec.memory_limit : static_cast<double>(p.device.hbm_capacity.value);
+  return p;
+}
+
+std::vector<int64_t> Divisors(int64_t n) {
+  std::vector<int64_t> out;
+  for (int64_t k = 1; k * k <= n; ++k) {
+    if (n % k != 0) continue;
+    out.push_back(k);
+    if (k != n / k) out.push_back(n / k);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The spec's model with the candidate's layout; "groups" gives way to the batch.
+nlohmann::json CandidateModelJson(const nlohmann::json& base, int64_t batch, int64_t s,
+                                  int64_t expert, int64_t model) {
+  nlohmann::json j = base;
+  j.erase("groups");
+  j["batch_tokens"] = batch;
+  j["tokens_per_group"] = s;
+  j["expert_parallel"] = expert;
+  j["model_parallel"] = model;
+  return j;
+}
+
+// The per-device sim options of a finalist: the spec's, with the memory limit as the device's
+// HBM when one is given.
+nlohmann::json FinalistSim(const PlanSpec& spec, const Pod& pod) {
+  nlohmann::json sim = spec.sim;
+  if (spec.memory_limit > 0) {
+    nlohmann::json device = sim.contains("device") ? sim["device"]
+                            : pod.topology_json.contains("device")
+                                ? pod.topology_json["device"]
+                                : nlohmann::json(pod.device.name);
+    if (device.is_string()) device = {{"preset", device}};
+    device["hbm_capacity"] = spec.memory_limit;
+    sim["device"] = device;
+  }
+  return sim;
+}
+
+// Matmul FLOPs of the forward pass (ir::AnalyzeCost of the unannotated loss module).
+double ForwardMatmulFlops(GShardModelConfig m) {
+  m.layer.annotate = false;
+  m.layer.num_devices = 1;
+  const std::unique_ptr<ir::Module> loss = models::BuildGShardModelLoss(m);
+  return ir::AnalyzeCost(*loss).per_unit[static_cast<int>(ir::Unit::kMatrix)].flops;
+}
+
+// The whole training step (no recomputation) run unpartitioned on one core of the pod: the
+// compute of every core together, and the part of it in the gating categories (gate_einsums,
+// gate_cumsum, forward and backward), which a model axis does not split.
+struct OneCoreStep {
+  double step_s = 0;
+  double gate_s = 0;
+};
+OneCoreStep SimulateOneCore(GShardModelConfig m, const Pod& pod, const PlanSpec& spec,
+                            const nlohmann::json& sim_json) {
+  m.layer.annotate = false;
+  m.layer.num_devices = 1;
+  std::set<std::string> stacked;
+  const std::unique_ptr<ir::Module> loss = models::BuildGShardModelLoss(m, &stacked);
+  models::TrainingStepOptions o = models::StepOptions(0, stacked);
+  o.return_gradients = false;
+  o.remat = ir::LoopRemat::kAll;
+  const models::TrainingStep step =
+      models::BuildTrainingStep(*loss, models::FloatParameters(*loss), spec.optimizer, o);
+  sim::SimOptions options = PointSimOptions(sim_json, pod.topology_json, "plan", 1);
+  options.category_depth = 2;
+  const sim::RunResult r = sim::Simulate(*step.module, *pod.topology, options);
+  OneCoreStep out;
+  out.step_s = r.step_time.seconds();
+  for (const sim::CategoryResult& c : r.categories) {
+    if (c.category.find("gate_") != std::string::npos) out.gate_s += c.compute.seconds();
+  }
+  return out;
+}
+
+// Per-core parameter bytes under the mesh (exact: the annotated module's shards).
+int64_t WeightsPerCore(GShardModelConfig m) {
+  return models::CountParameters(*models::BuildGShardModelLoss(m)).per_device_bytes;
+}
+
+std::string MeshName(const PlanCandidate& c) {
+  return std::to_string(c.data) + "x" + std::to_string(c.expert) + "x" + std::to_string(c.model);
+}
+
+double CostOf(double step_s, const PlanCandidate& c, double price) {
+  if (price <= 0 || step_s <= 0) return 0;
+  const double steps = 1e12 / static_cast<double>(c.batch_tokens);
+  return steps * step_s / 3600.0 * static_cast<double>(c.chips) * price;
+}
+
+std::string Ms(double s) { return FormatFixed(s * 1e3, 1); }
+std::string Pct(double f) { return FormatFixed(f * 100, 0) + "%"; }
+
+// Why a simulated candidate that fits lost to `best`.
+std::string LoserReason(const PlanCandidate& c, const PlanCandidate& best, bool cost) {
+  std::string r = "+" + Pct(c.Objective(cost) / best.Objective(cost) - 1) +
+                  (cost ? " cost" : " step time") + ": ";
+  if (c.exposed_comm_fraction > best.exposed_comm_fraction + 0.02) {
+    return r + "communication-bound (exposed communication " + Pct(c.exposed_comm_fraction) +
+           " of its step, the best's " + Pct(best.exposed_comm_fraction) + ")";
+  }
+  if (c.recompute_fraction > best.recompute_fraction + 0.02) {
+    return r + "recomputation (" + c.remat + ": " + Pct(c.recompute_fraction) +
+           " of its step, the best's " + Pct(best.recompute_fraction) + ")";
+  }
+  if (c.compute_bound_s > best.compute_bound_s * 1.02) {
+    return r + "more matmul work per core (bound " + Ms(c.compute_bound_s) + " ms vs " +
+           Ms(best.compute_bound_s) + " ms)";
+  }
+  return r + "slower compute (smaller or padded matmuls, more vector and memory work per core)";
+}
+
+int StatusOrder(PlanStatus s) {
+  switch (s) {
+    case PlanStatus::kBest:
+      return 0;
+    case PlanStatus::kSimulated:
+      return 1;
+    case PlanStatus::kUnsimulated:
+      return 2;
+    case PlanStatus::kBound:
+      return 3;
+    case PlanStatus::kFailed:
+      return 4;
+    case PlanStatus::kOom:
+      return 5;
+  }
+  return 6;
+}
+
+}  // namespace
+
+const char* PlanStatusName(PlanStatus s) {
+  switch (s) {
+    case PlanStatus::kBest:
+      return "best";
+    case PlanStatus::kSimulated:
+      return "simulated";
+    case PlanStatus::kOom:
+      return "oom";
+    case PlanStatus::kBound:
+      return "bound";
+    case PlanStatus::kUnsimulated:
+      return "unsimulated";
+    case PlanStatus::kFailed:
+      return "failed";
+  }
+  return "?";
+}
+
+double PlanCandidate::Objective(bool cost) const {
+  const double t = simulated ? step_s : estimate_s;
+  if (!cost) return t;
+  const double steps = 1e12 / static_cast<double>(batch_tokens);
+  return steps * t * static_cast<double>(chips);  // chip-seconds per 1e12 tokens
+}
+
+PlanResult RunPlan(const PlanSpec& spec) {
+  if (spec.topologies.empty()) FailAt("plan.topology", "name at least one pod");
+  if (spec.finalists < 1) FailAt("plan.finalists", "must be >= 1");
+  if (spec.objective_cost && !(spec.price_per_chip_hour > 0)) {
+    FailAt("plan.price_per_chip_hour", "the cost objective needs a price per chip-hour > 0");
+  }
+  if (spec.memory_limit < 0) FailAt("plan.memory_limit", "must be >= 0");
+  const GShardModelConfig base = GShardModelConfig::FromJson(spec.model, "plan.model", {});
+  const models::MoeLayerConfig& l0 = base.layer;
+  const int64_t batch = l0.num_groups * l0.tokens_per_group;
+  const int64_t n_moe = base.num_layers / base.moe_every;
+  const double act = static_cast<double>(ir::ByteWidth(l0.dtype));
+  const double wbytes = static_cast<double>(ir::ByteWidth(l0.weight_dtype));
+  // Expert parameters: wi and wo of every MoE layer.
+  const double expert_params = static_cast<double>(n_moe) * 2.0 *
+                               static_cast<double>(l0.num_experts) *
+                               static_cast<double>(l0.d_model) * static_cast<double>(l0.d_ff);
+
+  // Group sizes: S0/4 .. 2 S0 that seq_len divides and that divide the batch.
+  std::vector<int64_t> sizes;
+  for (int64_t s : {l0.tokens_per_group / 4, l0.tokens_per_group / 2, l0.tokens_per_group,
+                    2 * l0.tokens_per_group}) {
+    if (s >= l0.seq_len && s % l0.seq_len == 0 && batch % s == 0) sizes.push_back(s);
+  }
+  std::map<int64_t, double> flops;  // S -> 3 x forward matmul FLOPs
+  double total_params = 0;
+  for (int64_t s : sizes) {
+    GShardModelConfig m = base;
+    m.layer.tokens_per_group = s;
+    m.layer.num_groups = batch / s;
+    flops[s] = 3 * ForwardMatmulFlops(m);
+  }
+  {
+    GShardModelConfig m = base;
+    m.layer.annotate = false;
+    m.layer.num_devices = 1;
+    total_params =
+        static_cast<double>(models::CountParameters(*models::BuildGShardModelLoss(m)).total);
+  }
+  const double dense_params = total_params - expert_params;
+
+  PlanResult plan;
+  plan.objective_cost = spec.objective_cost;
+  plan.memory_limit = spec.memory_limit;
+  std::vector<Pod> pods;
+  for (const std::string& name : spec.topologies) pods.push_back(LoadPod(name, spec));
+  for (const Pod& pod : pods) {
+    const int64_t d = pod.cores;
+    const nlohmann::json sim_json = FinalistSim(spec, pod);
+    std::map<int64_t, OneCoreStep> one_core;                 // S -> the step on one core
+    std::map<std::pair<int64_t, int64_t>, int64_t> weights;  // (expert, model) -> bytes
+    for (int64_t model : Divisors(d)) {
+      if (l0.num_heads % model != 0 || l0.d_ff % model != 0) continue;
+      for (int64_t expert : Divisors(d / model)) {
+        if (l0.num_experts % expert != 0) continue;
+        const int64_t data = d / (model * expert);
+        for (int64_t s : sizes) {
+          const int64_t g = batch / s;
+          if (g % (data * expert) != 0) continue;
+          PlanCandidate c;
+          c.topology = pod.name;
+          c.cores = d;
+          c.chips = pod.chips;
+          c.data = data;
+          c.expert = expert;
+          c.model = model;
+          c.tokens_per_group = s;
+          c.groups = g;
+          c.batch_tokens = batch;
+          c.model_json = CandidateModelJson(spec.model, batch, s, expert, model);
+          GShardModelConfig m = GShardModelConfig::FromJson(c.model_json, "plan.model", {});
+          m.layer.num_devices = d;
+          try {
+            models::ValidateModelConfig(m);
+          } catch (const Error&) {
+            continue;  // a layout the model cannot take (enumeration keeps only those it can)
+          }
+          c.capacity = models::ExpertCapacity(m.layer);
+          auto w = weights.find({expert, model});
+          if (w == weights.end())
+            w = weights.emplace(std::pair{expert, model}, WeightsPerCore(m)).first;
+          c.weights_bytes = w->second;
+          // Compute: every matmul split D ways except the gating einsums (logits, dispatch,
+          // combine: 2SME + 2 x 2SECM per group, forward and twice backward), which run on
+          // activations replicated over the model axis.
+          const double sd = static_cast<double>(s), e = static_cast<double>(l0.num_experts);
+          const double mm = static_cast<double>(l0.d_model), cap = static_cast<double>(c.capacity);
+          const double gate = 3.0 * static_cast<double>(n_moe) * static_cast<double>(g) *
+                              (2 * sd * mm * e + 4 * sd * e * cap * mm);
+          const double per_core = (flops[s] - gate) / static_cast<double>(d) +
+                                  gate / static_cast<double>(data * expert);
+          c.compute_bound_s = per_core / pod.device.matrix_bf16.value;
+          auto one = one_core.find(s);
+          if (one == one_core.end()) {
+            GShardModelConfig u = m;
+            u.layer.model_parallel = 1;
+            u.layer.expert_parallel = 0;
+            one = one_core.emplace(s, SimulateOneCore(u, pod, spec, sim_json)).first;
+          }
+          c.compute_estimate_s =
+              (one->second.step_s - one->second.gate_s) / static_cast<double>(d) +
+              one->second.gate_s / static_cast<double>(data * expert);
+          // Communication per core, bytes sent.
+          const double local_groups = static_cast<double>(g) / static_cast<double>(data * expert);
+          const double dispatched = local_groups * e * cap * mm * act;  // one AllToAll's input
+          const double a2a = 4.0 * static_cast<double>(n_moe) * dispatched *
+                             (static_cast<double>(expert) - 1) / static_cast<double>(expert);
+          // Model axis: per encoder layer 2 and per decoder layer 3 AllReduces of the
+          // activations, forward and backward (2.5 L x 2), 2 (m - 1) / m of them each.
+          const double mf = static_cast<double>(model);
+          const double activations = local_groups * sd * mm * act;
+          const double mp = model > 1 ? 5.0 * static_cast<double>(base.num_layers) * activations *
+                                            2 * (mf - 1) / mf
+                                      : 0;
+          // Gradients: dense ones AllReduced over data x expert, expert ones over data.
+          const double de = static_cast<double>(data * expert), dd = static_cast<double>(data);
+          const double grads =
+              dense_params / mf * wbytes * 2 * (de - 1) / de +
+              expert_params / (static_cast<double>(expert) * mf) * wbytes * 2 * (dd - 1) / dd;
+          const bool on_chip = model <= pod.cores_per_chip && pod.cores_per_chip % model == 0 &&
+                               pod.onchip_per_core > 0;
+          c.comm_estimate_s = (a2a + grads) / pod.ici_per_core +
+                              mp / (on_chip ? pod.onchip_per_core : pod.ici_per_core);
+          c.estimate_s = std::max(c.compute_bound_s, c.compute_estimate_s) + c.comm_estimate_s;
+          c.cost_per_1e12_tokens = CostOf(c.estimate_s, c, spec.price_per_chip_hour);
+          if (static_cast<double>(c.weights_bytes) > pod.memory_limit) {
+            c.status = PlanStatus::kOom;
+            c.reason = "weights alone " +
+                       FormatFixed(static_cast<double>(c.weights_bytes) / kGiB, 2) + " GiB > " +
+                       FormatFixed(pod.memory_limit / kGiB, 2) + " GiB per core";
+          }
+          plan.candidates.push_back(std::move(c));
+        }
+      }
+    }
+  }
+  if (plan.candidates.empty()) {
+    throw Error("plan: no layout of the model fits the pods' cores (experts " +
+                std::to_string(l0.num_experts) + ", batch " + std::to_string(batch) +
+                " tokens, heads " + std::to_string(l0.num_heads) + ")");
+  }
+
+  // Finalists: the best estimates among those whose weights fit.
+  const bool cost = spec.objective_cost;
+  std::vector<size_t> order;
+  for (size_t i = 0; i < plan.candidates.size(); ++i) {
+    if (plan.candidates[i].status != PlanStatus::kOom) order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return plan.candidates[a].Objective(cost) < plan.candidates[b].Objective(cost);
+  });
+  const size_t n = std::min(order.size(), static_cast<size_t>(spec.finalists));
+  std::map<std::string, const Pod*> pod_of;
+  for (const Pod& p : pods) pod_of[p.name] = &p;
+  ParallelFor(n, spec.jobs, [&](size_t k) {
+    PlanCandidate& c = plan.candidates[order[k]];
+    const Pod& pod = *pod_of.at(c.topology);
+    TrainingPointSpec point;
+    point.model = c.model_json;
+    point.topology = c.topology;
+    point.topology_overrides = spec.topology_overrides;
+    point.sim = FinalistSim(spec, pod);
+    point.optimizer = spec.optimizer;
+    c.simulated = true;
+    try {
+      const TrainingPointResult r = RunTrainingPoint(point, "plan.candidate");
+      c.step_s = r.step_s;
+      c.mfu = r.mfu;
+      c.peak_bytes = r.run.memory.peak_bytes;
+      c.remat = ir::LoopRematName(r.run.remat);
+      c.recompute_fraction = r.run.recompute_fraction;
+      c.exposed_comm_fraction = r.run.result.exposed_communication.seconds() / r.step_s;
+      c.cost_per_1e12_tokens = CostOf(c.step_s, c, spec.price_per_chip_hour);
+      if (std::string(r.status) == kPointOom) {
+        c.status = PlanStatus::kOom;
+        c.reason = "peak " + FormatFixed(static_cast<double>(c.peak_bytes) / kGiB, 2) + " GiB > " +
+                   FormatFixed(pod.memory_limit / kGiB, 2) +
+                   " GiB per core under every remat policy";
+      } else {
+        c.status = PlanStatus::kSimulated;
+      }
+    } catch (const std::exception& e) {
+      c.status = PlanStatus::kFailed;
+      c.reason = e.what();
+    }
+  });
+  plan.simulated = static_cast<int64_t>(n);
+
+  // The best simulated, then why every other lost.
+  PlanCandidate* best = nullptr;
+  for (size_t k = 0; k < n; ++k) {
+    PlanCandidate& c = plan.candidates[order[k]];
+    if (c.status == PlanStatus::kSimulated &&
+        (!best || c.Objective(cost) < best->Objective(cost))) {
+      best = &c;
+    }
+  }
+  if (best) best->status = PlanStatus::kBest;
+  for (size_t k = 0; k < order.size(); ++k) {
+    PlanCandidate& c = plan.candidates[order[k]];
+    if (k < n) {
+      if (c.status == PlanStatus::kSimulated) c.reason = LoserReason(c, *best, cost);
+      continue;
+    }
+    // Not simulated: a lower bound above the best proves it slower.
+    double bound = c.compute_bound_s;
+    if (cost)
+      bound = 1e12 / static_cast<double>(c.batch_tokens) * bound * static_cast<double>(c.chips);
+    if (best && bound >= best->Objective(cost)) {
+      c.status = PlanStatus::kBound;
+      c.reason = "its compute alone (" + Ms(c.compute_bound_s) +
+                 " ms at peak) exceeds the best's " +
+                 (cost ? "cost" : "step (" + Ms(best->step_s) + " ms)");
+    } else {
+      c.status = PlanStatus::kUnsimulated;
+      c.reason = "estimate ranks " + std::to_string(k + 1) + " of " + std::to_string(order.size()) +
+                 "; not simulated (raise --finalists)";
+    }
+  }
+  std::stable_sort(plan.candidates.begin(), plan.candidates.end(),
+                   [&](const PlanCandidate& a, const PlanCandidate& b) {
+                     if (StatusOrder(a.status) != StatusOrder(b.status)) {
+                       return StatusOrder(a.status) < StatusOrder(b.status);
+                     }
+                     return a.Objective(cost) < b.Objective(cost);
+                   });
+  return plan;
+}
+
+namespace {
+
+struct Column {
+  const char* name;
+  bool right;  // numbers align right
+};
+const std::vector<Column>& Columns() {
+  static const std::vector<Column> c = {
+      {"rank", true},        {"pod", false},     {"mesh dxexm", false}, {"S", true},
+      {"groups/core", true}, {"C", true},        {"bound_ms", true},    {"estimate_ms", true},
+      {"step_ms", true},     {"peak_gib", true}, {"remat", false},      {"mfu", true},
+      {"cost_1e12", true},   {"status", false},  {"why", false}};
+  return c;
+}
+
+std::vector<std::string> Cells(const PlanCandidate& c, size_t rank) {
+  const bool sim = c.simulated && c.status != PlanStatus::kFailed;
+  return {std::to_string(rank),
+          c.topology,
+          MeshName(c),
+          std::to_string(c.tokens_per_group),
+          std::to_string(c.groups_per_core()),
+          std::to_string(c.capacity),
+          Ms(c.compute_bound_s),
+          Ms(c.estimate_s),
+          sim && c.status != PlanStatus::kOom ? Ms(c.step_s) : "",
+          sim ? FormatFixed(static_cast<double>(c.peak_bytes) / kGiB, 2)
+              : (c.status == PlanStatus::kOom
+                     ? ">" + FormatFixed(static_cast<double>(c.weights_bytes) / kGiB, 2)
+                     : ""),
+          sim ? c.remat : "",
+          sim && c.status != PlanStatus::kOom ? FormatFixed(c.mfu, 3) : "",
+          c.cost_per_1e12_tokens > 0 ? FormatFixed(c.cost_per_1e12_tokens, 0) : "",
+          PlanStatusName(c.status),
+          c.reason};
+}
+
+}  // namespace
+
+std::string PlanTable(const PlanResult& plan) {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<size_t> width;
+  for (const Column& c : Columns()) width.push_back(std::string(c.name).size());
+  for (size_t i = 0; i < plan.candidates.size(); ++i) {
+    rows.push_back(Cells(plan.candidates[i], i + 1));
+    for (size_t k = 0; k + 1 < width.size(); ++k)
+      width[k] = std::max(width[k], rows.back()[k].size());
+  }
+  std::ostringstream out;
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string text;
+    for (size_t k = 0; k < cells.size(); ++k) {
+      const size_t pad = k + 1 < cells.size() ? width[k] - std::min(width[k], cells[k].size()) : 0;
+      const std::string cell =
+          Columns()[k].right ? std::string(pad, ' ') + cells[k] : cells[k] + std::string(pad, ' ');
+      text += (k ? "  " : "") + cell;
+    }
+    while (!text.empty() && text.back() == ' ') text.pop_back();
+    out << text << "\n";
+  };
+  std::vector<std::string> header;
+  for (const Column& c : Columns()) header.push_back(c.name);
+  line(header);
+  for (const auto& r : rows) line(r);
+  return out.str();
+}
+
+std::string PlanCsv(const PlanResult& plan) {
+  std::vector<std::string> header;
+  for (const Column& c : Columns()) header.push_back(c.name);
+  CsvTable t(header);
+  for (size_t i = 0; i < plan.candidates.size(); ++i) t.AddRow(Cells(plan.candidates[i], i + 1));
+  return t.ToString();
+}
+
+nlohmann::json PlanJson(const PlanResult& plan) {
+  nlohmann::json out = {{"objective", plan.objective_cost ? "cost" : "step_time"},
+                        {"simulated", plan.simulated},
+                        {"candidates", nlohmann::json::array()}};
+  if (plan.memory_limit > 0) out["memory_limit"] = plan.memory_limit;
+  for (size_t i = 0; i < plan.candidates.size(); ++i) {
+    const PlanCandidate& c = plan.candidates[i];
+    nlohmann::json j = {{"rank", i + 1},
+                        {"topology", c.topology},
+                        {"cores", c.cores},
+                        {"chips", c.chips},
+                        {"mesh", {{"data", c.data}, {"expert", c.expert}, {"model", c.model}}},
+                        {"tokens_per_group", c.tokens_per_group},
+                        {"groups", c.groups},
+                        {"groups_per_core", c.groups_per_core()},
+                        {"capacity", c.capacity},
+                        {"weights_bytes", c.weights_bytes},
+                        {"compute_bound_s", c.compute_bound_s},
+                        {"compute_estimate_s", c.compute_estimate_s},
+                        {"comm_estimate_s", c.comm_estimate_s},
+                        {"estimate_s", c.estimate_s},
+                        {"status", PlanStatusName(c.status)},
+                        {"reason", c.reason},
+                        {"model", c.model_json}};
+    if (c.simulated && c.status != PlanStatus::kFailed) {
+      j["step_s"] = c.step_s;
+      j["peak_bytes"] = c.peak_bytes;
+      j["remat"] = c.remat;
+      j["mfu"] = c.mfu;
+      j["exposed_communication_fraction"] = c.exposed_comm_fraction;
+      j["recompute_fraction"] = c.recompute_fraction;
+    }
+    if (c.cost_per_1e12_tokens > 0) j["cost_per_1e12_tokens"] = c.cost_per_1e12_tokens;
+    out["candidates"].push_back(std::move(j));
+  }
+  return out;
+}
+
+std::unique_ptr<ir::Module> SmallMeshModule(const PlanCandidate& c, int64_t* devices,
+                                            std::string* mesh) {
+  const int64_t data = std::min<int64_t>(c.data, 2), expert = std::min<int64_t>(c.expert, 2),
+                model = std::min<int64_t>(c.model, 2);
+  const int64_t d = data * expert * model;
+  GShardModelConfig m = models::ToyModelConfig(d);
+  m.layer.num_heads = 4;
+  m.layer.head_dim = 4;
+  m.layer.model_parallel = model;
+  m.layer.expert_parallel = expert;
+  std::set<std::string> stacked;
+  const std::unique_ptr<ir::Module> loss = models::BuildGShardModelLoss(m, &stacked);
+  models::TrainingStep step =
+      models::BuildTrainingStep(*loss, models::FloatParameters(*loss), models::OptimizerConfig{},
+                                models::StepOptions(d, stacked));
+  *devices = d;
+  *mesh = std::to_string(data) + "x" + std::to_string(expert) + "x" + std::to_string(model);
+  return std::move(step.module);
+}
+
+}  // namespace podsim::experiments

@@ -1,0 +1,154 @@
+// podsim plan's search (experiments/plan.h): the candidates it enumerates, counted by hand; the
+// weight bytes and the bound it gives each; that the finalists are the best estimates and the
+// best is the fastest of them; the memory limit; the winner's small-mesh module.
+
+#include "experiments/plan.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "base/error.h"
+#include "partitioner/equivalence.h"
+#include "partitioner/spmd_partitioner.h"
+
+namespace podsim::experiments {
+namespace {
+
+// 8 experts, 4 heads, d_ff 32, a batch of 64 tokens in groups of 8, 2 layers (1 + 1, both MoE).
+nlohmann::json PlanToyModel() {
+  return {{"experts", 8},   {"batch_tokens", 64}, {"num_layers", 2},
+          {"moe_every", 1}, {"d_model", 16},      {"d_ff", 32},
+          {"num_heads", 4}, {"head_dim", 4},      {"tokens_per_group", 8},
+          {"seq_len", 4},   {"source_vocab", 16}, {"target_vocab", 12}};
+}
+
+PlanSpec ToySpec() {
+  PlanSpec spec;
+  spec.model = PlanToyModel();
+  spec.topologies = {"tpu-v3-8"};
+  spec.finalists = 3;
+  spec.jobs = 1;
+  return spec;
+}
+
+const PlanCandidate& Find(const PlanResult& p, int64_t data, int64_t expert, int64_t model,
+                          int64_t s) {
+  for (const PlanCandidate& c : p.candidates) {
+    if (c.data == data && c.expert == expert && c.model == model && c.tokens_per_group == s) {
+      return c;
+    }
+  }
+  FAIL("no candidate " << data << "x" << expert << "x" << model << " S " << s);
+  return p.candidates.front();
+}
+
+TEST_CASE(
+    "plan: every mesh and group size the model takes on 8 cores, ranked with the fastest first") {
+  const PlanResult plan = RunPlan(ToySpec());
+  // model in {1, 2, 4} (divides 8 cores, 4 heads and d_ff 32); expert divides 8 / model and the
+  // 8 experts: 4, 3 and 2 choices. S in {4, 8, 16} (seq_len 4 divides it, S0/4 = 2 is below
+  // seq_len), G = 64 / S = 16, 8, 4 groups, which data x expert = 8 / model must divide:
+  // model 1: S 4, 8 (G 4 does not split 8 ways); model 2 and 4: all three. 4x2 + 3x3 + 2x3 = 23.
+  REQUIRE(plan.candidates.size() == 23);
+  CHECK(plan.simulated == 3);
+  int best = 0, simulated = 0;
+  for (const PlanCandidate& c : plan.candidates) {
+    CAPTURE(c.data);
+    CAPTURE(c.expert);
+    CAPTURE(c.model);
+    CAPTURE(c.tokens_per_group);
+    CHECK(c.data * c.expert * c.model == 8);
+    CHECK(c.groups * c.tokens_per_group == 64);
+    best += c.status == PlanStatus::kBest;
+    simulated += c.simulated;
+    if (c.simulated && c.status != PlanStatus::kOom && c.status != PlanStatus::kFailed) {
+      // The bound is a lower bound of the simulated step; the weights of the peak memory.
+      CHECK(c.compute_bound_s <= c.step_s);
+      CHECK(c.weights_bytes <= c.peak_bytes);
+    }
+  }
+  CHECK(best == 1);
+  CHECK(simulated == 3);
+  const PlanCandidate& first = plan.candidates.front();
+  REQUIRE(first.status == PlanStatus::kBest);
+  // The best is the fastest simulated; the finalists are the best estimates.
+  double worst_finalist_estimate = 0;
+  for (const PlanCandidate& c : plan.candidates) {
+    if (!c.simulated) continue;
+    CHECK(first.step_s <= c.step_s);
+    worst_finalist_estimate = std::max(worst_finalist_estimate, c.estimate_s);
+    if (&c != &first) CHECK(c.reason.find("step time") != std::string::npos);
+  }
+  for (const PlanCandidate& c : plan.candidates) {
+    if (c.simulated) continue;
+    CHECK(c.estimate_s >= worst_finalist_estimate);
+    CHECK((c.status == PlanStatus::kUnsimulated || c.status == PlanStatus::kBound));
+  }
+  // Weights per core: the expert weights (2 layers x wi, wo: 2 x 2 x 8 x 16 x 32 = 16384 f32)
+  // split 4 ways instead of 8 take 16384 x 4 B x (1/4 - 1/8) = 8192 B more; the rest is the
+  // same (replicated on both meshes).
+  CHECK(Find(plan, 2, 4, 1, 8).weights_bytes - Find(plan, 1, 8, 1, 8).weights_bytes == 8192);
+  // The table and CSV have a line per candidate and the header.
+  const std::string table = PlanTable(plan);
+  CHECK(std::count(table.begin(), table.end(), '\n') == 24);
+  CHECK(table.find("best") != std::string::npos);
+  const nlohmann::json json = PlanJson(plan);
+  CHECK(json["candidates"].size() == 23);
+  CHECK(json["candidates"][0]["status"] == "best");
+  CHECK(json["candidates"][0]["model"]["model_parallel"] == first.model);
+}
+
+TEST_CASE("plan: a memory limit below a layout's weights makes it oom before any simulation") {
+  PlanSpec spec = ToySpec();
+  const PlanResult full = RunPlan(spec);
+  // The weights of the layout with every expert on every core (expert 1, model 1) are the
+  // largest; a limit just below them rules out that layout alone among the model-1 meshes.
+  const int64_t most = Find(full, 8, 1, 1, 8).weights_bytes;
+  spec.memory_limit = static_cast<double>(most - 1);
+  spec.finalists = 1;
+  const PlanResult plan = RunPlan(spec);
+  const PlanCandidate& c = Find(plan, 8, 1, 1, 8);
+  CHECK(c.status == PlanStatus::kOom);
+  CHECK_FALSE(c.simulated);
+  CHECK(c.reason.find("weights alone") != std::string::npos);
+  CHECK(Find(plan, 4, 2, 1, 8).status != PlanStatus::kOom);
+}
+
+TEST_CASE("plan: bad specs name what is wrong") {
+  PlanSpec spec = ToySpec();
+  spec.objective_cost = true;  // no price
+  CHECK_THROWS_WITH_AS(RunPlan(spec), doctest::Contains("price_per_chip_hour"), ConfigError);
+  spec = ToySpec();
+  spec.finalists = 0;
+  CHECK_THROWS_WITH_AS(RunPlan(spec), doctest::Contains("finalists"), ConfigError);
+  spec = ToySpec();
+  spec.topologies = {"tpu-v9-1"};
+  CHECK_THROWS_AS(RunPlan(spec), ConfigError);
+  spec = ToySpec();
+  spec.model["expertz"] = 4;
+  CHECK_THROWS_WITH_AS(RunPlan(spec), doctest::Contains("expertz"), ConfigError);
+}
+
+TEST_CASE("plan: the winner's layout at toy size on a small mesh equals the unpartitioned step") {
+  PlanCandidate c;
+  c.data = 4;
+  c.expert = 16;
+  c.model = 2;
+  int64_t devices = 0;
+  std::string mesh;
+  const auto module = SmallMeshModule(c, &devices, &mesh);
+  CHECK(devices == 8);
+  CHECK(mesh == "2x2x2");
+  partitioner::PartitionOptions options;
+  options.num_partitions = devices;
+  const partitioner::EquivalenceReport report =
+      partitioner::CheckEquivalence(*module, options, /*seed=*/5);
+  CAPTURE(report.ToString());
+  CHECK(report.ok());
+}
+
+}  // namespace
+}  // namespace podsim::experiments
