@@ -29,7 +29,10 @@
 #include <limits>
 #include <memory>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
+
+#include "base/huge_pages.h"
 
 namespace podsim {
 
@@ -109,13 +112,10 @@ class RadixQueue {
     }
     Chain& chain = chains_[bucket];
     if (chain.tail == chain.tail_end) {
-      if (free_blocks_.empty()) {
-        free_blocks_.push_back(static_cast<uint32_t>(blocks_.size()));
-        blocks_.push_back(std::make_unique_for_overwrite<Entry[]>(kBlockEntries));
-      }
+      if (free_blocks_.empty()) AddSlab();
       chain.blocks.push_back(free_blocks_.back());
       free_blocks_.pop_back();
-      chain.tail = blocks_[chain.blocks.back()].get();
+      chain.tail = blocks_[chain.blocks.back()];
       chain.tail_end = chain.tail + kBlockEntries;
     }
     *chain.tail++ = e;
@@ -127,10 +127,25 @@ class RadixQueue {
   void ForEach(const Chain& chain, F&& f) const {
     size_t left = chain.size;
     for (const uint32_t b : chain.blocks) {
-      const Entry* block = blocks_[b].get();
+      const Entry* block = blocks_[b];
       const size_t n = std::min(left, kBlockEntries);
       for (size_t i = 0; i < n; ++i) f(block[i]);
       left -= n;
+    }
+  }
+
+  // More free blocks, in one allocation: 1, 2, 4, ... blocks, then kMaxSlabBlocks at a time,
+  // huge pages once a slab reaches 2 MiB (base/huge_pages.h): a queue of millions of events
+  // spans hundreds of blocks, and a page fault per 4 KiB of them cost more than the queue's own
+  // work, while a small queue keeps a small footprint.
+  void AddSlab() {
+    static_assert(std::is_trivially_copyable_v<Entry>, "blocks hold entries as raw memory");
+    const size_t n = std::min(kMaxSlabBlocks, size_t{1} << std::min<size_t>(slabs_.size(), 16));
+    Entry* slab = static_cast<Entry*>(AllocateMaybeHuge(n * kBlockEntries * sizeof(Entry)));
+    slabs_.emplace_back(slab);
+    for (size_t k = 0; k < n; ++k) {
+      free_blocks_.push_back(static_cast<uint32_t>(blocks_.size()));
+      blocks_.push_back(slab + k * kBlockEntries);
     }
   }
 
@@ -168,9 +183,15 @@ class RadixQueue {
     }
   }
 
-  std::vector<Entry> zero_;       // bucket 0; popped from head_
+  struct SlabFree {
+    void operator()(Entry* p) const noexcept { FreeMaybeHuge(p); }
+  };
+  static constexpr size_t kMaxSlabBlocks = 64;  // 3 MiB of 24-byte entries
+
+  std::vector<Entry, HugePageAllocator<Entry>> zero_;  // bucket 0; popped from head_
   std::array<Chain, 65> chains_;  // buckets 1 .. 64 (chains_[0] unused)
-  std::vector<std::unique_ptr<Entry[]>> blocks_;
+  std::vector<std::unique_ptr<Entry, SlabFree>> slabs_;
+  std::vector<Entry*> blocks_;  // in slabs_
   std::vector<uint32_t> free_blocks_;
   std::vector<Entry> early_;  // min-heap on (key, seq): pushed below base_
   size_t head_ = 0;           // next entry of bucket 0 to pop

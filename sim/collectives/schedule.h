@@ -30,6 +30,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/huge_pages.h"
+
 namespace podsim::sim {
 
 enum class CollectiveKind : uint8_t {
@@ -84,6 +86,11 @@ struct ChunkTransfer {
 };
 static_assert(sizeof(ChunkTransfer) == 56, "ChunkTransfer: keep it packed");
 
+// The arrays a schedule of millions of transfers fills (hundreds of MB): huge-page backed, as
+// their page faults were a quarter of building one (base/huge_pages.h).
+template <typename T>
+using ScheduleArray = std::vector<T, HugePageAllocator<T>>;
+
 struct Schedule {
   CollectiveKind kind = CollectiveKind::kAllReduce;
   std::string algorithm;       // e.g. "ring-bidir", "torus", "direct"
@@ -92,12 +99,12 @@ struct Schedule {
   std::vector<int64_t> input_elements;    // per partition
   std::vector<int64_t> output_elements;   // per partition (0 for partitions in no group)
   std::vector<int64_t> scratch_elements;  // per partition; empty: no scratch buffers
-  std::vector<ChunkTransfer> transfers;   // in a valid topological order of deps
-  std::vector<Segment> segments;          // pieces of the segmented transfers
-  std::vector<int32_t> dep_index;         // the transfers' deps, concatenated (see Deps())
+  ScheduleArray<ChunkTransfer> transfers;  // in a valid topological order of deps
+  ScheduleArray<Segment> segments;         // pieces of the segmented transfers
+  ScheduleArray<int32_t> dep_index;        // the transfers' deps, concatenated (see Deps())
   // Per transfer, the earlier one of its send queue it goes out after (-1: none); empty when no
   // transfer is queued. Each transfer is queued after at most one and before at most one.
-  std::vector<int32_t> queued_after;
+  ScheduleArray<int32_t> queued_after;
   int num_steps = 0;                      // 1 + the largest step of a network transfer (0: none)
   // The replica groups it runs over (resolved: never empty for group collectives; empty for
   // collective-permute), and the permute pairs.

@@ -135,7 +135,8 @@ struct ScheduleBuilder::Tracker {
   }
 
   std::vector<RegionMap> maps;  // [partition * 3 + buffer]
-  std::vector<Accessors> pool;  // regions' accessors; free slots are empty
+  ScheduleArray<Accessors> pool;  // regions' accessors; free slots are empty (huge pages: it
+                                  // reaches hundreds of MB on a 16k-partition all-reduce)
   std::vector<int32_t> free_slots;
 };
 
@@ -264,7 +265,7 @@ void ScheduleBuilder::SetDeps(ChunkTransfer& t) {
     std::sort(deps_.begin(), deps_.end());
     deps_.erase(std::unique(deps_.begin(), deps_.end()), deps_.end());
   }
-  std::vector<int32_t>& index = schedule_.dep_index;
+  auto& index = schedule_.dep_index;
   if (index.size() + deps_.size() > static_cast<size_t>(kMaxIndex)) {
     throw Error("schedule: more than 2^31 - 1 dependencies");
   }

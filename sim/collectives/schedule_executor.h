@@ -77,7 +77,7 @@ class ScheduleExecutor {
     std::shared_ptr<const void> keep_alive;
     std::vector<int64_t> participants;
     int64_t base = 0;
-    std::vector<int32_t> remaining;     // per transfer: deps not yet completed
+    ScheduleArray<int32_t> remaining;   // per transfer: deps not yet completed
     std::vector<int32_t> touches_left;  // per partition
     int64_t left = 0;                   // transfers not yet completed
     Callbacks callbacks;

@@ -7,13 +7,13 @@
 namespace podsim::sim {
 
 ScheduleIndex IndexSchedule(const Schedule& schedule) {
-  const std::vector<ChunkTransfer>& transfers = schedule.transfers;
+  const auto& transfers = schedule.transfers;
   const size_t n = transfers.size();
   ScheduleIndex index;
   index.nodes.resize(n);
   index.deps.resize(n);
   index.touches.assign(static_cast<size_t>(std::max<int64_t>(schedule.num_partitions, 0)), 0);
-  const std::vector<int32_t>& queued = schedule.queued_after;
+  const auto& queued = schedule.queued_after;
   if (!queued.empty()) {
     if (queued.size() != n)
       throw Error("schedule: queued_after does not have one entry per transfer");

@@ -19,13 +19,13 @@ struct ScheduleIndex {
     int32_t num_successors = 0;
     int32_t step = -1;  // its step; -1 for a local transfer
   };
-  std::vector<Node> nodes;          // per transfer
-  std::vector<int32_t> successors;  // transfer indices (they fit int32, see schedule.h)
-  std::vector<int32_t> deps;        // per transfer: how many deps it waits for (its send-queue
-                                    // predecessor's send included)
+  ScheduleArray<Node> nodes;          // per transfer
+  ScheduleArray<int32_t> successors;  // transfer indices (they fit int32, see schedule.h)
+  ScheduleArray<int32_t> deps;        // per transfer: how many deps it waits for (its send-queue
+                                      // predecessor's send included)
   // Per transfer, the one queued after it (Schedule::queued_after inverted; -1: none); empty
   // when the schedule has no send queues.
-  std::vector<int32_t> queue_next;
+  ScheduleArray<int32_t> queue_next;
   std::vector<int32_t> roots;       // transfers without deps, ascending
   std::vector<int32_t> touches;     // per partition: transfers with src or dst there
 };

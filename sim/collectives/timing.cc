@@ -17,7 +17,7 @@ TimingResult RunTiming(const Schedule& schedule, const topo::Topology& topology,
                 " partitions, but topology '" + topology.name() + "' has " +
                 std::to_string(topology.num_cores()) + " cores");
   }
-  const std::vector<ChunkTransfer>& transfers = schedule.transfers;
+  const auto& transfers = schedule.transfers;
   const size_t n = transfers.size();
   const ScheduleIndex index = IndexSchedule(schedule);
 

@@ -65,20 +65,22 @@ void PacketNetwork::Start(TransferId id, int64_t src_core, int64_t dst_core, Byt
       streams_.emplace_back();
     }
     Stream& stream = streams_[static_cast<size_t>(s)];
-    stream.links.clear();
+    ++live_streams_;
+    stream.path = static_cast<int64_t>(paths_.size());
     for (int64_t l : paths[p].links) {
       if (l < 0 || l >= static_cast<int64_t>(bandwidth_.size())) {
         throw Error("packet network: route of " + topology_.name() + " names link " + std::to_string(l) +
                     " outside [0, " + std::to_string(bandwidth_.size()) + ")");
       }
-      stream.links.push_back(static_cast<int32_t>(l));
+      paths_.push_back(static_cast<int32_t>(l));
     }
+    stream.hops = static_cast<int32_t>(paths[p].links.size());
     stream.slot = slot;
     stream.bytes = parts[p];
     stream.packets = std::max<int64_t>(1, (parts[p] + options_.packet_bytes - 1) / options_.packet_bytes);
     stream.injected = 0;
     stream.delivered = 0;
-    if (stream.links.empty()) {
+    if (stream.hops == 0) {
       Push(now.picos(), EventKind::kStreamDone, s);  // same core: nothing to move
       OnSent(slot);                                  // (reported with the next Advance)
     } else {
@@ -101,14 +103,14 @@ void PacketNetwork::Inject(int32_t stream_index, int64_t time_ps) {
     packets_.emplace_back();
   }
   packets_[static_cast<size_t>(p)] =
-      Packet{stream.links.data(), stream_index, 0, static_cast<int32_t>(stream.links.size()), bytes, time_ps};
+      Packet{stream.path, stream_index, 0, stream.hops, bytes, time_ps};
   Push(time_ps, EventKind::kArrive, p);
 }
 
 // The packet's head is at the chip before hop packet.hop at now_ps: queue it on that link.
 void PacketNetwork::OnArrive(int32_t packet_index, int64_t now_ps) {
   Packet& packet = packets_[static_cast<size_t>(packet_index)];
-  const size_t l = static_cast<size_t>(packet.links[packet.hop]);
+  const size_t l = static_cast<size_t>(paths_[static_cast<size_t>(packet.path + packet.hop)]);
   const int64_t serialise = packet.bytes == options_.packet_bytes ? full_packet_ps_[l]
                             : packet.bytes > 0 ? TransferTime(Bytes{packet.bytes}, BytesPerSecond{bandwidth_[l]}).picos()
                                                : 0;
@@ -147,6 +149,7 @@ void PacketNetwork::OnArrive(int32_t packet_index, int64_t now_ps) {
 void PacketNetwork::OnStreamDone(int32_t stream_index, std::vector<TransferId>* done) {
   const int32_t slot = streams_[static_cast<size_t>(stream_index)].slot;
   free_streams_.push_back(stream_index);
+  if (--live_streams_ == 0) paths_.clear();  // keeps its capacity for the next collective
   TransferSlot& transfer = slots_[static_cast<size_t>(slot)];
   if (--transfer.pending == 0) {
     done->push_back(transfer.id);
@@ -170,7 +173,7 @@ std::vector<TransferId> PacketNetwork::Advance(Time t) {
     }
     if (const Event* next = events_.PeekSameKey(3); next != nullptr && next->kind == EventKind::kArrive) {
       const Packet& packet = packets_[static_cast<size_t>(next->index)];
-      __builtin_prefetch(packet.links + packet.hop);
+      __builtin_prefetch(&paths_[static_cast<size_t>(packet.path + packet.hop)]);
     }
     switch (event.kind) {
       case EventKind::kArrive:

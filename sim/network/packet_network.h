@@ -11,8 +11,9 @@
 // A source injects one packet of each transfer at a time: the next packet joins the first link's
 // queue when the previous one starts on it, so transfers from one source share its links
 // round-robin. It runs one event per packet per hop: about 9 M events per second on one core (a
-// radix queue of events, base/radix_queue.h, and prefetching of the packets due at the same time),
-// so an 8 MiB AllToAll on a 32x32 torus (36 M events) takes about 4 s (tests/bench/network_bench.cc).
+// radix queue of events, base/radix_queue.h, prefetching of the packets due at the same time, and
+// huge pages for the arrays that grow with the packets in flight), so an 8 MiB AllToAll on a
+// 32x32 torus (36 M events) takes about 4.3 s (tests/bench/network_bench.cc).
 //
 // NextEventTime also returns internal packet events, where Advance returns nothing.
 // LinkBytes: a packet's bytes count on a link when its transmission on that link is scheduled.
@@ -21,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "base/huge_pages.h"
 #include "base/radix_queue.h"
 #include "sim/network/network_model.h"
 #include "sim/network/network_util.h"
@@ -55,17 +57,18 @@ class PacketNetwork : public NetworkModel {
  private:
   // One path of one transfer, as a stream of packets.
   struct Stream {
-    std::vector<int32_t> links;  // path, in hop order
+    int64_t path = 0;  // its links, in hop order: paths_[path, path + hops)
+    int32_t hops = 0;
     int32_t slot = 0;            // transfer slot
     int64_t bytes = 0;
     int64_t packets = 0;      // total, >= 1
     int64_t injected = 0;     // packets handed to the first link so far
     int64_t delivered = 0;
   };
-  // A packet carries its stream's path (the stream's links vector, stable until the stream is
+  // A packet carries its stream's path (an offset into paths_, stable until the stream is
   // done) so that a hop reads the packet and the path, not the stream as well.
   struct Packet {
-    const int32_t* links = nullptr;
+    int64_t path = 0;
     int32_t stream = 0;
     int32_t hop = 0;          // index into the path of the link it is queued for
     int32_t hops = 0;         // path length
@@ -105,9 +108,15 @@ class PacketNetwork : public NetworkModel {
   // By time, equal times in push order. Mutable: finding the next time may move entries between
   // its buckets.
   mutable RadixQueue<Event> events_;
-  std::vector<Stream> streams_;
+  // The three arrays that grow with the transfers in flight (hundreds of MB for a pod-wide
+  // all-to-all) are huge-page backed: most of their cost was page faults.
+  std::vector<Stream, HugePageAllocator<Stream>> streams_;
   std::vector<int32_t> free_streams_;
-  std::vector<Packet> packets_;
+  // Every live stream's path, one after another: one allocation for millions of streams
+  // instead of one each. Emptied whenever no stream is live (a collective's end).
+  std::vector<int32_t, HugePageAllocator<int32_t>> paths_;
+  int64_t live_streams_ = 0;
+  std::vector<Packet, HugePageAllocator<Packet>> packets_;
   std::vector<int32_t> free_packets_;
   std::vector<TransferSlot> slots_;
   std::vector<int32_t> free_slots_;
