@@ -27,7 +27,7 @@
 namespace podsim::cli {
 namespace {
 
-void PrintUsage(std::ostream& os, const po::options_description& visible) {
+void PrintSimulateUsage(std::ostream& os, const po::options_description& visible) {
   os << "usage: podsim simulate FILE.hlo --topology NAME_OR_FILE [options]\n"
         "FILE is an SPMD module (IR text or .pb): the partitioner's output, or a program written\n"
         "per partition with partition-id and collectives; or a global module with sharding\n"
@@ -84,7 +84,7 @@ int SimulateCommand(const Args& args) {
   positional.add("module", 1);
   po::variables_map vm;
   if (!ParseOptions(args, all, positional, vm)) {
-    PrintUsage(std::cout, visible);
+    PrintSimulateUsage(std::cout, visible);
     return 0;
   }
   if (!vm.count("module")) throw Error("no module file given (see podsim simulate --help)");

@@ -22,7 +22,7 @@
 namespace podsim::cli {
 namespace {
 
-void PrintUsage(std::ostream& os, const po::options_description& visible) {
+void PrintTopologyUsage(std::ostream& os, const po::options_description& visible) {
   os << "usage: podsim topology NAME_OR_FILE [options]\n"
         "       podsim topology --list\n"
         "NAME_OR_FILE is a preset name (see --list) or a topology JSON file (docs/config.md).\n\n"
@@ -55,7 +55,7 @@ int TopologyCommand(const Args& args) {
   positional.add("topology", 1);
   po::variables_map vm;
   if (!ParseOptions(args, all, positional, vm)) {
-    PrintUsage(std::cout, visible);
+    PrintTopologyUsage(std::cout, visible);
     return 0;
   }
   if (vm.count("list")) {
@@ -63,7 +63,7 @@ int TopologyCommand(const Args& args) {
     return 0;
   }
   if (!vm.count("topology")) {
-    PrintUsage(std::cerr, visible);
+    PrintTopologyUsage(std::cerr, visible);
     return 2;
   }
   const std::string name = vm["topology"].as<std::string>();
