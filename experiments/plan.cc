@@ -103,20 +103,13 @@ nlohmann::json FinalistSim(const PlanSpec& spec, const Pod& pod) {
   return sim;
 }
 
-// Matmul FLOPs of the forward pass (ir::AnalyzeCost of the unannotated loss module).
-double ForwardMatmulFlops(GShardModelConfig m) {
-  m.layer.annotate = false;
-  m.layer.num_devices = 1;
-  const std::unique_ptr<ir::Module> loss = models::BuildGShardModelLoss(m);
-  return ir::AnalyzeCost(*loss).per_unit[static_cast<int>(ir::Unit::kMatrix)].flops;
-}
-
 // The whole training step (no recomputation) run unpartitioned on one core of the pod: the
 // compute of every core together, and the part of it in the gating categories (gate_einsums,
 // gate_cumsum, forward and backward), which a model axis does not split.
 struct OneCoreStep {
   double step_s = 0;
   double gate_s = 0;
+  double matrix_flops = 0;  // the step's matmul FLOPs, as executed (ir::AnalyzeCost)
 };
 OneCoreStep SimulateOneCore(GShardModelConfig m, const Pod& pod, const PlanSpec& spec,
                             const nlohmann::json& sim_json) {
@@ -133,6 +126,8 @@ OneCoreStep SimulateOneCore(GShardModelConfig m, const Pod& pod, const PlanSpec&
   options.category_depth = 2;
   const sim::RunResult r = sim::Simulate(*step.module, *pod.topology, options);
   OneCoreStep out;
+  out.matrix_flops =
+      ir::AnalyzeCost(*step.module).per_unit[static_cast<int>(ir::Unit::kMatrix)].flops;
   out.step_s = r.step_time.seconds();
   for (const sim::CategoryResult& c : r.categories) {
     if (c.category.find("gate_") != std::string::npos) out.gate_s += c.compute.seconds();
@@ -246,14 +241,7 @@ PlanResult RunPlan(const PlanSpec& spec) {
                     2 * l0.tokens_per_group}) {
     if (s >= l0.seq_len && s % l0.seq_len == 0 && batch % s == 0) sizes.push_back(s);
   }
-  std::map<int64_t, double> flops;  // S -> 3 x forward matmul FLOPs
   double total_params = 0;
-  for (int64_t s : sizes) {
-    GShardModelConfig m = base;
-    m.layer.tokens_per_group = s;
-    m.layer.num_groups = batch / s;
-    flops[s] = 3 * ForwardMatmulFlops(m);
-  }
   {
     GShardModelConfig m = base;
     m.layer.annotate = false;
@@ -304,16 +292,6 @@ PlanResult RunPlan(const PlanSpec& spec) {
           if (w == weights.end())
             w = weights.emplace(std::pair{expert, model}, WeightsPerCore(m)).first;
           c.weights_bytes = w->second;
-          // Compute: every matmul split D ways except the gating einsums (logits, dispatch,
-          // combine: 2SME + 2 x 2SECM per group, forward and twice backward), which run on
-          // activations replicated over the model axis.
-          const double sd = static_cast<double>(s), e = static_cast<double>(l0.num_experts);
-          const double mm = static_cast<double>(l0.d_model), cap = static_cast<double>(c.capacity);
-          const double gate = 3.0 * static_cast<double>(n_moe) * static_cast<double>(g) *
-                              (2 * sd * mm * e + 4 * sd * e * cap * mm);
-          const double per_core = (flops[s] - gate) / static_cast<double>(d) +
-                                  gate / static_cast<double>(data * expert);
-          c.compute_bound_s = per_core / pod.device.matrix_bf16.value;
           auto one = one_core.find(s);
           if (one == one_core.end()) {
             GShardModelConfig u = m;
@@ -321,6 +299,19 @@ PlanResult RunPlan(const PlanSpec& spec) {
             u.layer.expert_parallel = 0;
             one = one_core.emplace(s, SimulateOneCore(u, pod, spec, sim_json)).first;
           }
+          // The bound: the step's matmul FLOPs as executed without recomputation, split D
+          // ways, except the gating einsums, which run on activations replicated over the model
+          // axis. Per group: the logits 2SME (forward, and backward to the inputs and wg),
+          // dispatch 2SECM (forward, and backward to the inputs only: the dispatch mask is
+          // built from comparisons and has no gradient), combine 2SECM (forward, backward to
+          // both operands): 3 x 2SME + 2 x 2SECM + 3 x 2SECM.
+          const double sd = static_cast<double>(s), e = static_cast<double>(l0.num_experts);
+          const double mm = static_cast<double>(l0.d_model), cap = static_cast<double>(c.capacity);
+          const double gate = static_cast<double>(n_moe) * static_cast<double>(g) *
+                              (3 * 2 * sd * mm * e + 5 * 2 * sd * e * cap * mm);
+          const double per_core = (one->second.matrix_flops - gate) / static_cast<double>(d) +
+                                  gate / static_cast<double>(data * expert);
+          c.compute_bound_s = per_core / pod.device.matrix_bf16.value;
           c.compute_estimate_s =
               (one->second.step_s - one->second.gate_s) / static_cast<double>(d) +
               one->second.gate_s / static_cast<double>(data * expert);

@@ -16,9 +16,10 @@
 // Before any simulation each candidate gets (docs/plan.md):
 //   weights_bytes    its per-core parameter shards, exact: a lower bound of its peak memory.
 //                    Above the memory limit: "oom", never simulated.
-//   compute_bound_s  model FLOPs (3 x the forward matmuls) per core at the matrix unit's bf16
-//                    peak, counting the gating einsums once per model-axis replica (they run
-//                    on activations replicated over it): a lower bound of its step time.
+//   compute_bound_s  the step's matmul FLOPs as executed without recomputation, per core, at
+//                    the matrix unit's bf16 peak, the gating einsums counted once per
+//                    model-axis replica (they run on activations replicated over it): a lower
+//                    bound of its step time.
 //   estimate_s       its compute plus its communication. Compute: the whole step simulated
 //                    unpartitioned on one core of the pod (once per group size and pod), / D,
 //                    the gating categories / (data x expert) instead (a model axis does not

@@ -91,6 +91,14 @@ TEST_CASE(
   // split 4 ways instead of 8 take 16384 x 4 B x (1/4 - 1/8) = 8192 B more; the rest is the
   // same (replicated on both meshes).
   CHECK(Find(plan, 2, 4, 1, 8).weights_bytes - Find(plan, 1, 8, 1, 8).weights_bytes == 8192);
+  // A model axis of 2 runs the gating einsums on twice the groups per core. Per group (S 8,
+  // M 16, E 8, C = 2S/E = 2): logits 2SME = 2048 FLOPs forward + 2 x backward, dispatch 2SECM
+  // = 4096 forward + 1 x backward (the mask has no gradient), combine 4096 + 2 x: 6144 +
+  // 8192 + 12288 = 26624; x 8 groups x 2 MoE layers = 425984. Over 4 cores instead of 8:
+  // 425984 / 8 = 53248 FLOPs more per core, at the v3 core's 61.5 TFLOP/s.
+  CHECK((Find(plan, 1, 4, 2, 8).compute_bound_s - Find(plan, 1, 8, 1, 8).compute_bound_s) *
+            61.5e12 ==
+        doctest::Approx(53248));
   // The table and CSV have a line per candidate and the header.
   const std::string table = PlanTable(plan);
   CHECK(std::count(table.begin(), table.end(), '\n') == 24);
