@@ -27,7 +27,6 @@ namespace podsim::models {
 
 struct LayerMesh {
   int64_t data = 1, expert = 1, model = 1;
-  int64_t devices() const { return data * expert * model; }
 };
 
 // The mesh of a config: model = model_parallel, expert = expert_parallel (0: D / model),
@@ -55,8 +54,8 @@ ir::Instruction* AnnotateModel(ir::Instruction* x, const MoeLayerConfig& config,
 // `hidden_dim` (-1: none) over model, replicated over data.
 ir::Instruction* AnnotateExperts(ir::Instruction* x, const MoeLayerConfig& config,
                                  int64_t expert_dim, int64_t hidden_dim);
-// The dispatched expert inputs or the expert outputs [E, G, C, M]: E over expert, G over data,
-// replicated over model.
+// The dispatched expert inputs [E, G, C, M]: E over expert, G over data, replicated over model.
+// (The expert outputs, transposed back to [G, E, C, M], take AnnotateBatch.)
 ir::Instruction* AnnotateDispatched(ir::Instruction* x, const MoeLayerConfig& config);
 
 }  // namespace podsim::models
