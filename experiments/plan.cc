@@ -41,7 +41,24 @@ struct Pod {
   double ici_per_core = 0;     // bytes/s: every ICI link's bandwidth, summed, over the cores
   double onchip_per_core = 0;  // bytes/s: the on-chip links' likewise (0: none)
   double memory_limit = 0;     // bytes per core
+  nlohmann::json sim;          // the sim options every candidate on this pod runs with
 };
+
+// The per-device sim options of a finalist: the spec's, with the memory limit as the device's
+// HBM when one is given.
+nlohmann::json FinalistSim(const PlanSpec& spec, const Pod& pod) {
+  nlohmann::json sim = spec.sim;
+  if (spec.memory_limit > 0) {
+    nlohmann::json device = sim.contains("device") ? sim["device"]
+                            : pod.topology_json.contains("device")
+                                ? pod.topology_json["device"]
+                                : nlohmann::json(pod.device.name);
+    if (device.is_string()) device = {{"preset", device}};
+    device["hbm_capacity"] = spec.memory_limit;
+    sim["device"] = device;
+  }
+  return sim;
+}
 
 Pod LoadPod(const std::string& name, const PlanSpec& spec) {
   Pod p;
@@ -61,7 +78,13 @@ Pod LoadPod(const std::string& name, const PlanSpec& spec) {
   p.onchip_per_core = onchip / static_cast<double>(p.cores);
   p.memory_limit =
       spec.memory_limit > 0 ? spec.memory_limit : static_cast<double>(p.device.hbm_capacity.value);
+  p.sim = FinalistSim(spec, p);
   return p;
+}
+
+// The chip-seconds that 1e12 tokens take at `step_s` per step of the candidate's batch.
+double ChipSecondsPer1e12Tokens(double step_s, const PlanCandidate& c) {
+  return 1e12 / static_cast<double>(c.batch_tokens) * step_s * static_cast<double>(c.chips);
 }
 
 std::vector<int64_t> Divisors(int64_t n) {
@@ -87,22 +110,6 @@ nlohmann::json CandidateModelJson(const nlohmann::json& base, int64_t batch, int
   return j;
 }
 
-// The per-device sim options of a finalist: the spec's, with the memory limit as the device's
-// HBM when one is given.
-nlohmann::json FinalistSim(const PlanSpec& spec, const Pod& pod) {
-  nlohmann::json sim = spec.sim;
-  if (spec.memory_limit > 0) {
-    nlohmann::json device = sim.contains("device") ? sim["device"]
-                            : pod.topology_json.contains("device")
-                                ? pod.topology_json["device"]
-                                : nlohmann::json(pod.device.name);
-    if (device.is_string()) device = {{"preset", device}};
-    device["hbm_capacity"] = spec.memory_limit;
-    sim["device"] = device;
-  }
-  return sim;
-}
-
 // The whole training step (no recomputation) run unpartitioned on one core of the pod: the
 // compute of every core together, and the part of it in the gating categories (gate_einsums,
 // gate_cumsum, forward and backward), which a model axis does not split.
@@ -111,8 +118,7 @@ struct OneCoreStep {
   double gate_s = 0;
   double matrix_flops = 0;  // the step's matmul FLOPs, as executed (ir::AnalyzeCost)
 };
-OneCoreStep SimulateOneCore(GShardModelConfig m, const Pod& pod, const PlanSpec& spec,
-                            const nlohmann::json& sim_json) {
+OneCoreStep SimulateOneCore(GShardModelConfig m, const Pod& pod, const PlanSpec& spec) {
   m.layer.annotate = false;
   m.layer.num_devices = 1;
   std::set<std::string> stacked;
@@ -122,7 +128,7 @@ OneCoreStep SimulateOneCore(GShardModelConfig m, const Pod& pod, const PlanSpec&
   o.remat = ir::LoopRemat::kAll;
   const models::TrainingStep step =
       models::BuildTrainingStep(*loss, models::FloatParameters(*loss), spec.optimizer, o);
-  sim::SimOptions options = PointSimOptions(sim_json, pod.topology_json, "plan", 1);
+  sim::SimOptions options = PointSimOptions(pod.sim, pod.topology_json, "plan", 1);
   options.category_depth = 2;
   const sim::RunResult r = sim::Simulate(*step.module, *pod.topology, options);
   OneCoreStep out;
@@ -146,8 +152,7 @@ std::string MeshName(const PlanCandidate& c) {
 
 double CostOf(double step_s, const PlanCandidate& c, double price) {
   if (price <= 0 || step_s <= 0) return 0;
-  const double steps = 1e12 / static_cast<double>(c.batch_tokens);
-  return steps * step_s / 3600.0 * static_cast<double>(c.chips) * price;
+  return ChipSecondsPer1e12Tokens(step_s, c) / 3600.0 * price;
 }
 
 std::string Ms(double s) { return FormatFixed(s * 1e3, 1); }
@@ -172,24 +177,6 @@ std::string LoserReason(const PlanCandidate& c, const PlanCandidate& best, bool 
   return r + "slower compute (smaller or padded matmuls, more vector and memory work per core)";
 }
 
-int StatusOrder(PlanStatus s) {
-  switch (s) {
-    case PlanStatus::kBest:
-      return 0;
-    case PlanStatus::kSimulated:
-      return 1;
-    case PlanStatus::kUnsimulated:
-      return 2;
-    case PlanStatus::kBound:
-      return 3;
-    case PlanStatus::kFailed:
-      return 4;
-    case PlanStatus::kOom:
-      return 5;
-  }
-  return 6;
-}
-
 }  // namespace
 
 const char* PlanStatusName(PlanStatus s) {
@@ -212,9 +199,7 @@ const char* PlanStatusName(PlanStatus s) {
 
 double PlanCandidate::Objective(bool cost) const {
   const double t = simulated ? step_s : estimate_s;
-  if (!cost) return t;
-  const double steps = 1e12 / static_cast<double>(batch_tokens);
-  return steps * t * static_cast<double>(chips);  // chip-seconds per 1e12 tokens
+  return cost ? ChipSecondsPer1e12Tokens(t, *this) : t;
 }
 
 PlanResult RunPlan(const PlanSpec& spec) {
@@ -258,7 +243,6 @@ PlanResult RunPlan(const PlanSpec& spec) {
   for (const std::string& name : spec.topologies) pods.push_back(LoadPod(name, spec));
   for (const Pod& pod : pods) {
     const int64_t d = pod.cores;
-    const nlohmann::json sim_json = FinalistSim(spec, pod);
     std::map<int64_t, OneCoreStep> one_core;                 // S -> the step on one core
     std::map<std::pair<int64_t, int64_t>, int64_t> weights;  // (expert, model) -> bytes
     for (int64_t model : Divisors(d)) {
@@ -297,7 +281,7 @@ PlanResult RunPlan(const PlanSpec& spec) {
             GShardModelConfig u = m;
             u.layer.model_parallel = 1;
             u.layer.expert_parallel = 0;
-            one = one_core.emplace(s, SimulateOneCore(u, pod, spec, sim_json)).first;
+            one = one_core.emplace(s, SimulateOneCore(u, pod, spec)).first;
           }
           // The bound: the step's matmul FLOPs as executed without recomputation, split D
           // ways, except the gating einsums, which run on activations replicated over the model
@@ -374,7 +358,7 @@ PlanResult RunPlan(const PlanSpec& spec) {
     point.model = c.model_json;
     point.topology = c.topology;
     point.topology_overrides = spec.topology_overrides;
-    point.sim = FinalistSim(spec, pod);
+    point.sim = pod.sim;
     point.optimizer = spec.optimizer;
     c.simulated = true;
     try {
@@ -419,8 +403,7 @@ PlanResult RunPlan(const PlanSpec& spec) {
     }
     // Not simulated: a lower bound above the best proves it slower.
     double bound = c.compute_bound_s;
-    if (cost)
-      bound = 1e12 / static_cast<double>(c.batch_tokens) * bound * static_cast<double>(c.chips);
+    if (cost) bound = ChipSecondsPer1e12Tokens(bound, c);
     if (best && bound >= best->Objective(cost)) {
       c.status = PlanStatus::kBound;
       c.reason = "its compute alone (" + Ms(c.compute_bound_s) +
@@ -434,9 +417,7 @@ PlanResult RunPlan(const PlanSpec& spec) {
   }
   std::stable_sort(plan.candidates.begin(), plan.candidates.end(),
                    [&](const PlanCandidate& a, const PlanCandidate& b) {
-                     if (StatusOrder(a.status) != StatusOrder(b.status)) {
-                       return StatusOrder(a.status) < StatusOrder(b.status);
-                     }
+                     if (a.status != b.status) return a.status < b.status;
                      return a.Objective(cost) < b.Objective(cost);
                    });
   return plan;

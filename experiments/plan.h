@@ -58,13 +58,14 @@ struct PlanSpec {
   int jobs = 0;                    // threads for the finalists (0: the machine's)
 };
 
+// In ranking order: the table lists candidates by status, then by the objective.
 enum class PlanStatus : uint8_t {
   kBest,         // simulated, the best by the objective
   kSimulated,    // simulated, fits, slower (or dearer) than the best
-  kOom,          // simulated: does not fit under any remat policy; or its weights alone do not
-  kBound,        // not simulated: its lower bound is already worse than the best
   kUnsimulated,  // not simulated: ranked below the finalists by the estimate
+  kBound,        // not simulated: its lower bound is already worse than the best
   kFailed,       // the simulation raised an error
+  kOom,          // simulated: does not fit under any remat policy; or its weights alone do not
 };
 const char* PlanStatusName(PlanStatus s);  // "best", "simulated", "oom", ...
 

@@ -65,7 +65,6 @@ void PacketNetwork::Start(TransferId id, int64_t src_core, int64_t dst_core, Byt
       streams_.emplace_back();
     }
     Stream& stream = streams_[static_cast<size_t>(s)];
-    ++live_streams_;
     stream.path = static_cast<int64_t>(paths_.size());
     for (int64_t l : paths[p].links) {
       if (l < 0 || l >= static_cast<int64_t>(bandwidth_.size())) {
@@ -149,7 +148,8 @@ void PacketNetwork::OnArrive(int32_t packet_index, int64_t now_ps) {
 void PacketNetwork::OnStreamDone(int32_t stream_index, std::vector<TransferId>* done) {
   const int32_t slot = streams_[static_cast<size_t>(stream_index)].slot;
   free_streams_.push_back(stream_index);
-  if (--live_streams_ == 0) paths_.clear();  // keeps its capacity for the next collective
+  // No stream left: the paths' capacity is kept for the next collective.
+  if (free_streams_.size() == streams_.size()) paths_.clear();
   TransferSlot& transfer = slots_[static_cast<size_t>(slot)];
   if (--transfer.pending == 0) {
     done->push_back(transfer.id);

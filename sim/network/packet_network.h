@@ -115,7 +115,6 @@ class PacketNetwork : public NetworkModel {
   // Every live stream's path, one after another: one allocation for millions of streams
   // instead of one each. Emptied whenever no stream is live (a collective's end).
   std::vector<int32_t, HugePageAllocator<int32_t>> paths_;
-  int64_t live_streams_ = 0;
   std::vector<Packet, HugePageAllocator<Packet>> packets_;
   std::vector<int32_t> free_packets_;
   std::vector<TransferSlot> slots_;
