@@ -139,6 +139,7 @@ int TrainStepCommand(const Args& args) {
   models::TrainingStepOptions step_options;
   step_options.num_partitions = d;
   step_options.layer_stacked = stacked;
+  if (whole) step_options.micro_batches = full.micro_batches;
   step_options.return_gradients = vm.count("gradients") > 0;
   try {
     step_options.remat = ir::ParseLoopRemat(vm["remat"].as<std::string>());

@@ -71,6 +71,9 @@ void ValidateDecodeConfig(const DecodeConfig& c) {
          "model_parallel and expert_parallel are training-step layouts; inference runs "
          "the paper's (groups and experts split over every partition)");
   }
+  if (c.model.micro_batches != 1) {
+    fail("model", "micro_batches is a training-step setting (gradient accumulation)");
+  }
   if (c.batch < 1) fail("batch", "must be >= 1, got " + std::to_string(c.batch));
   if (c.beam < 1) fail("beam", "must be >= 1, got " + std::to_string(c.beam));
   if (c.source_len < 1) fail("source_len", "must be >= 1, got " + std::to_string(c.source_len));

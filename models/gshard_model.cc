@@ -101,6 +101,21 @@ void ValidateModelConfig(const GShardModelConfig& c) {
   if (c.target_vocab < 1) fail("target_vocab", "must be >= 1");
   if (!(c.dropout >= 0 && c.dropout < 1)) fail("dropout", "must be in [0, 1)");
   if (!(c.aux_loss_coefficient >= 0)) fail("aux_loss_coefficient", "must be >= 0");
+  if (c.micro_batches < 1 || c.layer.num_groups % c.micro_batches != 0) {
+    fail("micro_batches", "must be >= 1 and divide the " + std::to_string(c.layer.num_groups) +
+                              " groups of the batch, got " + std::to_string(c.micro_batches));
+  }
+  // Each micro-batch's groups must split over the mesh as a whole batch's would.
+  if (c.micro_batches > 1) {
+    MoeLayerConfig micro = c.layer;
+    micro.num_groups /= c.micro_batches;
+    try {
+      ValidateMoeConfig(micro);
+    } catch (const Error& e) {
+      fail("micro_batches", std::to_string(c.micro_batches) + " micro-batches of " +
+                                std::to_string(micro.num_groups) + " groups: " + e.what());
+    }
+  }
 }
 
 std::vector<LayerStack> SideStacks(const GShardModelConfig& c, bool decoder) {
@@ -367,7 +382,10 @@ std::unique_ptr<ir::Module> BuildGShardModelLoss(const GShardModelConfig& c,
   auto module = std::make_unique<ir::Module>("gshard_moe_" + std::to_string(c.layer.num_experts) +
                                              "e_" + std::to_string(c.num_layers) + "l");
   if (layer_stacked != nullptr) layer_stacked->clear();
-  ModelBuilder builder(c, module.get(), layer_stacked);
+  GShardModelConfig micro = c;
+  micro.layer.num_groups /= c.micro_batches;
+  micro.micro_batches = 1;
+  ModelBuilder builder(micro, module.get(), layer_stacked);
   module->entry()->set_root(builder.Build());
   ir::Verify(*module);
   return module;

@@ -70,9 +70,14 @@ struct GShardModelConfig {
   int64_t target_vocab = 32000;
   double dropout = 0.1;  // residual and embedding dropout rate, in [0, 1)
   double aux_loss_coefficient = 1e-2;
+  // Gradient accumulation: the batch of num_groups groups runs as micro_batches micro-batches of
+  // num_groups / micro_batches groups, one after another, and the optimizer updates once with
+  // their mean gradient (TrainingStepOptions::micro_batches). It divides num_groups.
+  int64_t micro_batches = 1;
 
   // `base` with what a JSON object gives, in one object: "preset" (a GShardPresets() name,
   // replacing `base` first), num_layers, moe_every, source_vocab, target_vocab, dropout,
+  // micro_batches,
   // experts, groups or batch_tokens (groups = batch_tokens / tokens_per_group,
   // which must divide it), capacity_factor (C = ceil(factor * S / E); not with capacity), and
   // the layer's keys (MoeLayerConfig::FromJson). Unknown keys and bad values are ConfigErrors
@@ -151,9 +156,10 @@ ir::Instruction* LayerWeight(ir::Builder& b, ir::Instruction* stack, ir::Instruc
 // Throws podsim::Error naming the field ("model.moe_every: ...") for a bad size.
 void ValidateModelConfig(const GShardModelConfig& config);
 
-// The loss module above, verified. Root: f32[] loss. `layer_stacked`, when given, receives the
-// names of the stacked weights (dim 0 indexes the layer loop's iterations), for
-// BuildTrainingStep.
+// The loss module above, verified, for one micro-batch: num_groups / micro_batches groups (the
+// training step, built with TrainingStepOptions::micro_batches = config.micro_batches, runs it
+// once per micro-batch). Root: f32[] loss. `layer_stacked`, when given, receives the names of
+// the stacked weights (dim 0 indexes the layer loop's iterations), for BuildTrainingStep.
 std::unique_ptr<ir::Module> BuildGShardModelLoss(const GShardModelConfig& config,
                                                  std::set<std::string>* layer_stacked = nullptr);
 

@@ -62,8 +62,9 @@ GShardModelConfig GShardModelConfig::FromJson(const nlohmann::json& json, const 
   (void)check;
   // The model's own keys are read here, the rest as the layer's (which rejects unknown ones).
   nlohmann::json own = nlohmann::json::object(), layer = json;
-  for (const char* key : {"preset", "num_layers", "moe_every", "source_vocab", "target_vocab",
-                          "dropout", "experts", "groups", "batch_tokens", "capacity_factor"}) {
+  for (const char* key :
+       {"preset", "num_layers", "moe_every", "source_vocab", "target_vocab", "dropout", "experts",
+        "groups", "batch_tokens", "capacity_factor", "micro_batches"}) {
     if (layer.contains(key)) {
       own[key] = layer[key];
       layer.erase(key);
@@ -87,6 +88,7 @@ GShardModelConfig GShardModelConfig::FromJson(const nlohmann::json& json, const 
   c.source_vocab = m.Int("source_vocab", c.source_vocab, Limit::AtLeast(1));
   c.target_vocab = m.Int("target_vocab", c.target_vocab, Limit::AtLeast(1));
   c.dropout = m.Double("dropout", c.dropout, Limit::NonNegative());
+  c.micro_batches = m.Int("micro_batches", c.micro_batches, Limit::AtLeast(1));
   if (c.dropout >= 1) m.Fail("dropout", "must be below 1, got " + std::to_string(c.dropout));
   c.layer.num_experts = m.Int("experts", c.layer.num_experts, Limit::AtLeast(2));
   const int64_t groups = m.Int("groups", 0, Limit::AtLeast(1));
@@ -125,6 +127,7 @@ nlohmann::json GShardModelConfig::ToJson() const {
   j["target_vocab"] = target_vocab;
   j["dropout"] = dropout;
   j["aux_loss_coefficient"] = aux_loss_coefficient;
+  j["micro_batches"] = micro_batches;
   return j;
 }
 

@@ -1,6 +1,7 @@
 #include "models/training_step.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "base/error.h"
 #include "ir/autodiff.h"
@@ -12,6 +13,113 @@ namespace podsim::models {
 
 using ir::Builder;
 using ir::Instruction;
+
+namespace {
+
+// A micro-batch input's sharding stacked: the same tiling with a whole leading dim.
+std::optional<ir::Sharding> Stacked(const std::optional<ir::Sharding>& s) {
+  if (!s || s->kind != ir::Sharding::Kind::kTiled) return s;
+  std::vector<int64_t> tiles = s->tile_dims;
+  tiles.insert(tiles.begin(), 1);
+  return ir::Sharding::Tiled(std::move(tiles), s->devices, s->last_tile_dim_replicate);
+}
+
+Instruction* Zeros(Builder& b, const ir::Shape& like) {
+  Instruction* z = b.ConstantScalar(like.dtype, 0);
+  return like.dims.empty() ? z : b.BroadcastScalar(z, like.dims);
+}
+
+// Gradient accumulation (TrainingStepOptions::micro_batches): the differentiated entry, whose
+// root is tuple(loss, gradients...), becomes the body of a loop of `k` iterations that adds each
+// micro-batch's loss and gradients to sums it carries; the entry runs the loop over the stacked
+// inputs and returns tuple(mean loss, mean gradients...). The old root is left dead.
+Instruction* AccumulateMicroBatches(ir::Module& m, const std::vector<std::string>& trainable,
+                                    int64_t k) {
+  ir::Computation* entry = m.entry();
+  const Instruction* root = entry->root();
+  const std::vector<Instruction*> params = entry->parameters();
+  const std::set<std::string> trained(trainable.begin(), trainable.end());
+  const size_t n = root->operands.size();  // the loss, then the gradients
+  std::string name = "micro_batch";
+  for (int j = 1; m.FindComputation(name) != nullptr; ++j)
+    name = "micro_batch." + std::to_string(j);
+  ir::Computation* body = m.AddComputation(name);
+  Builder bb(body);
+  Instruction* iteration = bb.Parameter(0, ir::Shape(ir::DType::kS32, {}), "micro_batch");
+  std::vector<Instruction*> carried_in;
+  for (size_t j = 0; j < n; ++j) {
+    const Instruction* v = root->operands[j];
+    Instruction* sum = bb.Parameter(static_cast<int64_t>(1 + j), v->shape, v->name + ".sum");
+    sum->sharding = v->sharding;
+    carried_in.push_back(sum);
+  }
+  // The body's copy of each entry instruction; an input reads its micro-batch's row.
+  std::unordered_map<const Instruction*, Instruction*> value;
+  Instruction* zero = nullptr;
+  for (size_t j = 0; j < params.size(); ++j) {
+    const Instruction* p = params[j];
+    const bool input = trained.count(p->name) == 0;
+    ir::Shape shape = p->shape;
+    if (input) shape.dims.insert(shape.dims.begin(), k);
+    Instruction* q = bb.Parameter(static_cast<int64_t>(1 + n + j), shape, p->name);
+    q->sharding = input ? Stacked(p->sharding) : p->sharding;
+    carried_in.push_back(q);
+    value[p] = q;
+    if (!input) continue;
+    if (zero == nullptr) zero = bb.ConstantScalar(ir::DType::kS32, 0);
+    std::vector<Instruction*> starts(shape.dims.size(), zero);
+    starts[0] = iteration;
+    std::vector<int64_t> sizes = shape.dims;
+    sizes[0] = 1;
+    Instruction* row = bb.Reshape(bb.DynamicSlice(q, starts, sizes), p->shape.dims);
+    row->sharding = p->sharding;
+    value[p] = row;
+  }
+  for (const auto& owned : entry->instructions()) {
+    const Instruction& x = *owned;
+    if (x.opcode == ir::Opcode::kParameter) continue;
+    auto copy = std::make_unique<Instruction>(x);
+    for (Instruction*& o : copy->operands) o = value.at(o);
+    copy->parent = nullptr;
+    value[&x] = bb.Add(std::move(copy), /*infer_shape=*/false);
+  }
+  std::vector<Instruction*> carried_out = carried_in;
+  {
+    Builder::ScopeGuard scope(bb, "accumulate");
+    for (size_t j = 0; j < n; ++j) {
+      carried_out[j] = bb.Add(carried_in[j], value.at(root->operands[j]));
+      carried_out[j]->sharding = carried_in[j]->sharding;
+    }
+  }
+  body->set_root(bb.Tuple(carried_out));
+
+  // The entry: the inputs stacked, the loop, the means.
+  for (Instruction* p : params) {
+    if (trained.count(p->name) != 0) continue;
+    p->shape.dims.insert(p->shape.dims.begin(), k);
+    p->sharding = Stacked(p->sharding);
+  }
+  Builder b(entry);
+  Builder::ScopeGuard scope(b, "accumulate");
+  std::vector<Instruction*> init;
+  for (size_t j = 0; j < n; ++j) {
+    init.push_back(Zeros(b, root->operands[j]->shape));
+    init.back()->sharding = root->operands[j]->sharding;
+  }
+  init.insert(init.end(), params.begin(), params.end());
+  Instruction* loop = b.Loop(init, body, k);
+  std::vector<Instruction*> means;
+  for (size_t j = 0; j < n; ++j) {
+    const Instruction* v = root->operands[j];
+    Instruction* inverse = b.ConstantScalar(v->shape.dtype, 1.0 / static_cast<double>(k));
+    if (!v->shape.dims.empty()) inverse = b.BroadcastScalar(inverse, v->shape.dims);
+    means.push_back(b.Mul(b.GetTupleElement(loop, static_cast<int64_t>(j)), inverse));
+    means.back()->sharding = v->sharding;
+  }
+  return b.Tuple(means);
+}
+
+}  // namespace
 
 std::vector<std::string> FloatParameters(const ir::Module& module) {
   std::vector<std::string> names;
@@ -43,7 +151,13 @@ TrainingStep BuildTrainingStep(const ir::Module& loss_module,
   }
   out.module->set_name(loss_module.name() + "_train_step");
   ir::Computation* entry = out.module->entry();
-  Instruction* grads = entry->root();  // tuple(loss, gradients...)
+  if (options.micro_batches < 1) {
+    throw Error("training step: micro_batches must be >= 1, not " +
+                std::to_string(options.micro_batches));
+  }
+  Instruction* grads = options.micro_batches == 1  // tuple(loss, gradients...)
+                           ? entry->root()
+                           : AccumulateMicroBatches(*out.module, trainable, options.micro_batches);
   std::vector<Instruction*> params = entry->parameters();
   out.num_model_parameters = static_cast<int64_t>(params.size());
   auto find = [&](const std::string& name) {

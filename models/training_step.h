@@ -44,6 +44,14 @@ struct TrainingStepOptions {
   // What the layer loops save for the backward pass (ir::LoopRemat): per-layer recomputation by
   // default.
   ir::LoopRemat remat = ir::LoopRemat::kIterationInputs;
+  // > 1: gradient accumulation. The loss module is one micro-batch's loss; the step runs its
+  // forward and backward pass once per micro-batch in a loop (ir kLoop, the micro-batches one
+  // after another, so only one micro-batch's activations are live), sums the gradients, and
+  // updates with their mean. Every entry parameter not in `trainable` is a micro-batch input:
+  // the step takes it stacked, [micro_batches, ...its shape], iteration i reading row i, sharded
+  // as the loss module shards it with the stacking dim whole. The loss returned is the
+  // micro-batches' mean, the whole batch's loss when the loss is a mean over equal micro-batches.
+  int64_t micro_batches = 1;
 };
 
 // Options with num_partitions and layer_stacked set, the rest defaults.

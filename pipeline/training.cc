@@ -15,12 +15,15 @@ namespace podsim::pipeline {
 namespace {
 
 // The partitioned training step of `loss` under one layer-loop policy.
-std::unique_ptr<ir::Module> PartitionedStep(const ir::Module& loss, const std::set<std::string>& stacked,
+std::unique_ptr<ir::Module> PartitionedStep(const ir::Module& loss,
+                                            const std::set<std::string>& stacked,
                                             const models::OptimizerConfig& optimizer,
-                                            ir::LoopRemat remat, int64_t cores) {
+                                            ir::LoopRemat remat, int64_t cores,
+                                            int64_t micro_batches) {
   models::TrainingStepOptions step_options = models::StepOptions(cores, stacked);
   step_options.return_gradients = false;
   step_options.remat = remat;
+  step_options.micro_batches = micro_batches;
   models::TrainingStep step =
       models::BuildTrainingStep(loss, models::FloatParameters(loss), optimizer, step_options);
   return std::move(partitioner::PropagateAndPartition(*step.module, cores).module);
@@ -103,8 +106,10 @@ TrainingRun RunTraining(const models::GShardModelConfig& model,
   TrainingRun run;
   run.batch_tokens = model.layer.num_groups * model.layer.tokens_per_group;
   run.parameters = models::CountParameters(*loss).total;
-  // The backward matmuls are twice the forward's; recomputation is not model work.
-  run.model_flops = 3 * ir::AnalyzeCost(*loss).per_unit[static_cast<int>(ir::Unit::kMatrix)].flops;
+  // The backward matmuls are twice the forward's; recomputation is not model work. The loss
+  // module is one micro-batch's.
+  run.model_flops = 3 * static_cast<double>(model.micro_batches) *
+                    ir::AnalyzeCost(*loss).per_unit[static_cast<int>(ir::Unit::kMatrix)].flops;
 
   // Most saved memory first: the first policy that fits recomputes the least.
   const std::vector<ir::LoopRemat> order = {ir::LoopRemat::kAll, ir::LoopRemat::kDots,
@@ -112,7 +117,8 @@ TrainingRun RunTraining(const models::GShardModelConfig& model,
   std::unique_ptr<ir::Module> chosen;
   for (ir::LoopRemat policy : order) {
     if (remat && policy != ir::LoopRemat::kAll && policy != *remat) continue;
-    std::unique_ptr<ir::Module> spmd = PartitionedStep(*loss, stacked, optimizer, policy, cores);
+    std::unique_ptr<ir::Module> spmd =
+        PartitionedStep(*loss, stacked, optimizer, policy, cores, model.micro_batches);
     sim::MemoryResult memory = sim::SimulateMemory(*spmd, topology, run_options);
     run.candidates.push_back({policy, memory.peak_bytes, !memory.oom});
     if (policy == ir::LoopRemat::kAll) run.no_remat_peak_bytes = memory.peak_bytes;

@@ -385,6 +385,49 @@ TEST_CASE("whole model: the training step keeps Adafactor state per layer of a s
   CHECK(found);
 }
 
+TEST_CASE(
+    "whole model: micro-batches: the loss holds one, the step stacks the inputs, and the "
+    "partitioned accumulated step equals the unpartitioned one") {
+  GShardModelConfig c = ToyModelConfig(4);
+  c.layer.num_groups = 8;
+  c.micro_batches = 2;
+  const int64_t s = c.layer.tokens_per_group;
+  std::set<std::string> stacked;
+  auto loss = BuildGShardModelLoss(c, &stacked);
+  CHECK(GshardModelParam(*loss, "source_tokens")->shape.dims == std::vector<int64_t>{4, s});
+  TrainingStepOptions o = StepOptions(4, stacked);
+  o.micro_batches = c.micro_batches;
+  TrainingStep step = BuildTrainingStep(*loss, FloatParameters(*loss), OptimizerConfig{}, o);
+  for (const char* input : {"source_tokens", "target_inputs", "targets"}) {
+    CAPTURE(input);
+    CHECK(GshardModelParam(*step.module, input)->shape.dims == std::vector<int64_t>{2, 4, s});
+  }
+  // The entry's one loop is the accumulation; the layer loops run inside it.
+  REQUIRE(Loops(*step.module).size() == 1);
+  CHECK(Loops(*step.module)[0]->trip_count == 2);
+  const partitioner::PartitionResult spmd = partitioner::PropagateAndPartition(*step.module, 4);
+  const partitioner::EquivalenceReport report =
+      partitioner::CompareSpmd(*step.module, spmd, StepArguments(step, 9));
+  CAPTURE(report.ToString());
+  CHECK(report.ok());
+
+  c.micro_batches = 3;  // does not divide 8 groups
+  CHECK_THROWS_WITH_AS(
+      BuildGShardModelLoss(c),
+      doctest::Contains("model.micro_batches: must be >= 1 and divide the 8 groups"), Error);
+  c.micro_batches = 4;  // 2 groups a micro-batch cannot split over 4 devices
+  CHECK_THROWS_WITH_AS(
+      BuildGShardModelLoss(c),
+      doctest::Contains("model.micro_batches: 4 micro-batches of 2 groups: moe.num_devices"),
+      Error);
+  CHECK_THROWS_WITH_AS(
+      GShardModelConfig::FromJson(nlohmann::json{{"micro_batches", 0}}, "model", ToyModelConfig(2)),
+      doctest::Contains("model.micro_batches"), ConfigError);
+  CHECK(
+      GShardModelConfig::FromJson(nlohmann::json{{"micro_batches", 2}}, "model", ToyModelConfig(2))
+          .micro_batches == 2);
+}
+
 TEST_CASE("whole model: bad configs name the field") {
   GShardModelConfig c = ToyModelConfig(2);
   c.num_layers = 3;
