@@ -100,13 +100,14 @@ std::vector<int64_t> Divisors(int64_t n) {
 
 // The spec's model with the candidate's layout; "groups" gives way to the batch.
 nlohmann::json CandidateModelJson(const nlohmann::json& base, int64_t batch, int64_t s,
-                                  int64_t expert, int64_t model) {
+                                  int64_t expert, int64_t model, int64_t micro_batches) {
   nlohmann::json j = base;
   j.erase("groups");
   j["batch_tokens"] = batch;
   j["tokens_per_group"] = s;
   j["expert_parallel"] = expert;
   j["model_parallel"] = model;
+  j["micro_batches"] = micro_batches;
   return j;
 }
 
@@ -117,6 +118,9 @@ struct OneCoreStep {
   double step_s = 0;
   double gate_s = 0;
   double matrix_flops = 0;  // the step's matmul FLOPs, as executed (ir::AnalyzeCost)
+  // At the peak: the forward values live (those the backward pass reads among them), nothing
+  // recomputed: the whole batch's activations on one core.
+  double activation_bytes = 0;
 };
 OneCoreStep SimulateOneCore(GShardModelConfig m, const Pod& pod, const PlanSpec& spec) {
   m.layer.annotate = false;
@@ -135,6 +139,11 @@ OneCoreStep SimulateOneCore(GShardModelConfig m, const Pod& pod, const PlanSpec&
   out.matrix_flops =
       ir::AnalyzeCost(*step.module).per_unit[static_cast<int>(ir::Unit::kMatrix)].flops;
   out.step_s = r.step_time.seconds();
+  for (const char* kind : {"activations", "saved_activations"}) {
+    auto it = r.memory.at_peak.by_kind.find(kind);
+    if (it != r.memory.at_peak.by_kind.end())
+      out.activation_bytes += static_cast<double>(it->second);
+  }
   for (const sim::CategoryResult& c : r.categories) {
     if (c.category.find("gate_") != std::string::npos) out.gate_s += c.compute.seconds();
   }
@@ -252,83 +261,102 @@ PlanResult RunPlan(const PlanSpec& spec) {
         const int64_t data = d / (model * expert);
         for (int64_t s : sizes) {
           const int64_t g = batch / s;
-          if (g % (data * expert) != 0) continue;
-          PlanCandidate c;
-          c.topology = pod.name;
-          c.cores = d;
-          c.chips = pod.chips;
-          c.data = data;
-          c.expert = expert;
-          c.model = model;
-          c.tokens_per_group = s;
-          c.groups = g;
-          c.batch_tokens = batch;
-          c.model_json = CandidateModelJson(spec.model, batch, s, expert, model);
-          GShardModelConfig m = GShardModelConfig::FromJson(c.model_json, "plan.model", {});
-          m.layer.num_devices = d;
-          try {
-            models::ValidateModelConfig(m);
-          } catch (const Error&) {
-            continue;  // a layout the model cannot take (enumeration keeps only those it can)
+          for (int64_t k : {1, 2, 4, 8}) {
+            if (g % (k * data * expert) != 0) continue;
+            PlanCandidate c;
+            c.topology = pod.name;
+            c.cores = d;
+            c.chips = pod.chips;
+            c.data = data;
+            c.expert = expert;
+            c.model = model;
+            c.tokens_per_group = s;
+            c.groups = g;
+            c.micro_batches = k;
+            c.batch_tokens = batch;
+            c.model_json = CandidateModelJson(spec.model, batch, s, expert, model, k);
+            GShardModelConfig m = GShardModelConfig::FromJson(c.model_json, "plan.model", {});
+            m.layer.num_devices = d;
+            try {
+              models::ValidateModelConfig(m);
+            } catch (const Error&) {
+              continue;  // a layout the model cannot take (enumeration keeps only those it can)
+            }
+            c.capacity = models::ExpertCapacity(m.layer);
+            auto w = weights.find({expert, model});
+            if (w == weights.end())
+              w = weights.emplace(std::pair{expert, model}, WeightsPerCore(m)).first;
+            c.weights_bytes = w->second;
+            auto one = one_core.find(s);
+            if (one == one_core.end()) {
+              GShardModelConfig u = m;
+              u.layer.model_parallel = 1;
+              u.layer.expert_parallel = 0;
+              u.micro_batches = 1;
+              one = one_core.emplace(s, SimulateOneCore(u, pod, spec)).first;
+            }
+            // The bound: the step's matmul FLOPs as executed without recomputation, split D
+            // ways, except the gating einsums, which run on activations replicated over the model
+            // axis. Per group: the logits 2SME (forward, and backward to the inputs and wg),
+            // dispatch 2SECM (forward, and backward to the inputs only: the dispatch mask is
+            // built from comparisons and has no gradient), combine 2SECM (forward, backward to
+            // both operands): 3 x 2SME + 2 x 2SECM + 3 x 2SECM.
+            const double sd = static_cast<double>(s), e = static_cast<double>(l0.num_experts);
+            const double mm = static_cast<double>(l0.d_model),
+                         cap = static_cast<double>(c.capacity);
+            const double gate = static_cast<double>(n_moe) * static_cast<double>(g) *
+                                (3 * 2 * sd * mm * e + 5 * 2 * sd * e * cap * mm);
+            const double per_core = (one->second.matrix_flops - gate) / static_cast<double>(d) +
+                                    gate / static_cast<double>(data * expert);
+            c.compute_bound_s = per_core / pod.device.matrix_bf16.value;
+            c.compute_estimate_s =
+                (one->second.step_s - one->second.gate_s) / static_cast<double>(d) +
+                one->second.gate_s / static_cast<double>(data * expert);
+            // Micro-batches: each adds its gradients into the sums (both read, one written: 3 x
+            // the weights' bytes through HBM). Memory: the weights (and the sums) plus the
+            // forward values of one micro-batch, the whole batch's split over the data x expert
+            // devices that split the groups; when that exceeds the limit the step recomputes
+            // each layer's forward in the backward pass (per-layer remat), a third of its compute.
+            const double kd = static_cast<double>(k), de = static_cast<double>(data * expert);
+            const double wb = static_cast<double>(c.weights_bytes);
+            if (k > 1) c.compute_estimate_s += kd * 3 * wb / pod.device.hbm_bandwidth.value;
+            c.memory_floor_bytes = c.weights_bytes * (k > 1 ? 2 : 1);
+            c.remat_expected = static_cast<double>(c.memory_floor_bytes) +
+                                   one->second.activation_bytes / (de * kd) >
+                               pod.memory_limit;
+            if (c.remat_expected) c.compute_estimate_s *= 4.0 / 3.0;
+            // Communication per core, bytes sent.
+            const double local_groups = static_cast<double>(g) / static_cast<double>(data * expert);
+            const double dispatched = local_groups * e * cap * mm * act;  // one AllToAll's input
+            const double a2a = 4.0 * static_cast<double>(n_moe) * dispatched *
+                               (static_cast<double>(expert) - 1) / static_cast<double>(expert);
+            // Model axis: per encoder layer 2 and per decoder layer 3 AllReduces of the
+            // activations, forward and backward (2.5 L x 2), 2 (m - 1) / m of them each.
+            const double mf = static_cast<double>(model);
+            const double activations = local_groups * sd * mm * act;
+            const double mp = model > 1 ? 5.0 * static_cast<double>(base.num_layers) * activations *
+                                              2 * (mf - 1) / mf
+                                        : 0;
+            // Gradients: dense ones AllReduced over data x expert, expert ones over data, once per
+            // micro-batch (the partitioner reduces them where each micro-batch makes them).
+            const double dd = static_cast<double>(data);
+            const double grads =
+                dense_params / mf * wbytes * 2 * (de - 1) / de +
+                expert_params / (static_cast<double>(expert) * mf) * wbytes * 2 * (dd - 1) / dd;
+            const bool on_chip = model <= pod.cores_per_chip && pod.cores_per_chip % model == 0 &&
+                                 pod.onchip_per_core > 0;
+            c.comm_estimate_s = (a2a + kd * grads) / pod.ici_per_core +
+                                mp / (on_chip ? pod.onchip_per_core : pod.ici_per_core);
+            c.estimate_s = std::max(c.compute_bound_s, c.compute_estimate_s) + c.comm_estimate_s;
+            c.cost_per_1e12_tokens = CostOf(c.estimate_s, c, spec.price_per_chip_hour);
+            if (static_cast<double>(c.memory_floor_bytes) > pod.memory_limit) {
+              c.status = PlanStatus::kOom;
+              c.reason = std::string(k > 1 ? "weights and gradient sums" : "weights") + " alone " +
+                         FormatFixed(static_cast<double>(c.memory_floor_bytes) / kGiB, 2) +
+                         " GiB > " + FormatFixed(pod.memory_limit / kGiB, 2) + " GiB per core";
+            }
+            plan.candidates.push_back(std::move(c));
           }
-          c.capacity = models::ExpertCapacity(m.layer);
-          auto w = weights.find({expert, model});
-          if (w == weights.end())
-            w = weights.emplace(std::pair{expert, model}, WeightsPerCore(m)).first;
-          c.weights_bytes = w->second;
-          auto one = one_core.find(s);
-          if (one == one_core.end()) {
-            GShardModelConfig u = m;
-            u.layer.model_parallel = 1;
-            u.layer.expert_parallel = 0;
-            one = one_core.emplace(s, SimulateOneCore(u, pod, spec)).first;
-          }
-          // The bound: the step's matmul FLOPs as executed without recomputation, split D
-          // ways, except the gating einsums, which run on activations replicated over the model
-          // axis. Per group: the logits 2SME (forward, and backward to the inputs and wg),
-          // dispatch 2SECM (forward, and backward to the inputs only: the dispatch mask is
-          // built from comparisons and has no gradient), combine 2SECM (forward, backward to
-          // both operands): 3 x 2SME + 2 x 2SECM + 3 x 2SECM.
-          const double sd = static_cast<double>(s), e = static_cast<double>(l0.num_experts);
-          const double mm = static_cast<double>(l0.d_model), cap = static_cast<double>(c.capacity);
-          const double gate = static_cast<double>(n_moe) * static_cast<double>(g) *
-                              (3 * 2 * sd * mm * e + 5 * 2 * sd * e * cap * mm);
-          const double per_core = (one->second.matrix_flops - gate) / static_cast<double>(d) +
-                                  gate / static_cast<double>(data * expert);
-          c.compute_bound_s = per_core / pod.device.matrix_bf16.value;
-          c.compute_estimate_s =
-              (one->second.step_s - one->second.gate_s) / static_cast<double>(d) +
-              one->second.gate_s / static_cast<double>(data * expert);
-          // Communication per core, bytes sent.
-          const double local_groups = static_cast<double>(g) / static_cast<double>(data * expert);
-          const double dispatched = local_groups * e * cap * mm * act;  // one AllToAll's input
-          const double a2a = 4.0 * static_cast<double>(n_moe) * dispatched *
-                             (static_cast<double>(expert) - 1) / static_cast<double>(expert);
-          // Model axis: per encoder layer 2 and per decoder layer 3 AllReduces of the
-          // activations, forward and backward (2.5 L x 2), 2 (m - 1) / m of them each.
-          const double mf = static_cast<double>(model);
-          const double activations = local_groups * sd * mm * act;
-          const double mp = model > 1 ? 5.0 * static_cast<double>(base.num_layers) * activations *
-                                            2 * (mf - 1) / mf
-                                      : 0;
-          // Gradients: dense ones AllReduced over data x expert, expert ones over data.
-          const double de = static_cast<double>(data * expert), dd = static_cast<double>(data);
-          const double grads =
-              dense_params / mf * wbytes * 2 * (de - 1) / de +
-              expert_params / (static_cast<double>(expert) * mf) * wbytes * 2 * (dd - 1) / dd;
-          const bool on_chip = model <= pod.cores_per_chip && pod.cores_per_chip % model == 0 &&
-                               pod.onchip_per_core > 0;
-          c.comm_estimate_s = (a2a + grads) / pod.ici_per_core +
-                              mp / (on_chip ? pod.onchip_per_core : pod.ici_per_core);
-          c.estimate_s = std::max(c.compute_bound_s, c.compute_estimate_s) + c.comm_estimate_s;
-          c.cost_per_1e12_tokens = CostOf(c.estimate_s, c, spec.price_per_chip_hour);
-          if (static_cast<double>(c.weights_bytes) > pod.memory_limit) {
-            c.status = PlanStatus::kOom;
-            c.reason = "weights alone " +
-                       FormatFixed(static_cast<double>(c.weights_bytes) / kGiB, 2) + " GiB > " +
-                       FormatFixed(pod.memory_limit / kGiB, 2) + " GiB per core";
-          }
-          plan.candidates.push_back(std::move(c));
         }
       }
     }
@@ -431,10 +459,10 @@ struct Column {
 };
 const std::vector<Column>& Columns() {
   static const std::vector<Column> c = {
-      {"rank", true},        {"pod", false},     {"mesh dxexm", false}, {"S", true},
-      {"groups/core", true}, {"C", true},        {"bound_ms", true},    {"estimate_ms", true},
-      {"step_ms", true},     {"peak_gib", true}, {"remat", false},      {"mfu", true},
-      {"cost_1e12", true},   {"status", false},  {"why", false}};
+      {"rank", true},        {"pod", false},      {"mesh dxexm", false}, {"S", true},
+      {"groups/core", true}, {"micro", true},     {"C", true},           {"bound_ms", true},
+      {"estimate_ms", true}, {"step_ms", true},   {"peak_gib", true},    {"remat", false},
+      {"mfu", true},         {"cost_1e12", true}, {"status", false},     {"why", false}};
   return c;
 }
 
@@ -445,13 +473,14 @@ std::vector<std::string> Cells(const PlanCandidate& c, size_t rank) {
           MeshName(c),
           std::to_string(c.tokens_per_group),
           std::to_string(c.groups_per_core()),
+          std::to_string(c.micro_batches),
           std::to_string(c.capacity),
           Ms(c.compute_bound_s),
           Ms(c.estimate_s),
           sim && c.status != PlanStatus::kOom ? Ms(c.step_s) : "",
           sim ? FormatFixed(static_cast<double>(c.peak_bytes) / kGiB, 2)
               : (c.status == PlanStatus::kOom
-                     ? ">" + FormatFixed(static_cast<double>(c.weights_bytes) / kGiB, 2)
+                     ? ">" + FormatFixed(static_cast<double>(c.memory_floor_bytes) / kGiB, 2)
                      : ""),
           sim ? c.remat : "",
           sim && c.status != PlanStatus::kOom ? FormatFixed(c.mfu, 3) : "",
@@ -514,7 +543,10 @@ nlohmann::json PlanJson(const PlanResult& plan) {
                         {"groups", c.groups},
                         {"groups_per_core", c.groups_per_core()},
                         {"capacity", c.capacity},
+                        {"micro_batches", c.micro_batches},
                         {"weights_bytes", c.weights_bytes},
+                        {"memory_floor_bytes", c.memory_floor_bytes},
+                        {"remat_expected", c.remat_expected},
                         {"compute_bound_s", c.compute_bound_s},
                         {"compute_estimate_s", c.compute_estimate_s},
                         {"comm_estimate_s", c.comm_estimate_s},
@@ -546,11 +578,14 @@ std::unique_ptr<ir::Module> SmallMeshModule(const PlanCandidate& c, int64_t* dev
   m.layer.head_dim = 4;
   m.layer.model_parallel = model;
   m.layer.expert_parallel = expert;
+  m.micro_batches = std::min<int64_t>(c.micro_batches, 2);
+  m.layer.num_groups *= m.micro_batches;
   std::set<std::string> stacked;
   const std::unique_ptr<ir::Module> loss = models::BuildGShardModelLoss(m, &stacked);
-  models::TrainingStep step =
-      models::BuildTrainingStep(*loss, models::FloatParameters(*loss), models::OptimizerConfig{},
-                                models::StepOptions(d, stacked));
+  models::TrainingStepOptions options = models::StepOptions(d, stacked);
+  options.micro_batches = m.micro_batches;
+  models::TrainingStep step = models::BuildTrainingStep(*loss, models::FloatParameters(*loss),
+                                                        models::OptimizerConfig{}, options);
   *devices = d;
   *mesh = std::to_string(data) + "x" + std::to_string(expert) + "x" + std::to_string(model);
   return std::move(step.module);

@@ -74,10 +74,15 @@ struct PlanCandidate {
   int64_t cores = 0, chips = 0;
   int64_t data = 1, expert = 1, model = 1;
   int64_t tokens_per_group = 0, groups = 0, capacity = 0;
-  int64_t groups_per_core() const { return groups / (data * expert); }
+  int64_t micro_batches = 1;  // gradient accumulation: the batch runs in this many micro-batches
+  int64_t groups_per_core() const { return groups / (data * expert); }  // the whole batch's
   nlohmann::json model_json;  // the candidate's model config (models::GShardModelConfig JSON)
   // Before simulation.
   int64_t weights_bytes = 0;
+  // What must fit before any activation: the weights, and with micro-batches the gradient sums
+  // (the weights' bytes again).
+  int64_t memory_floor_bytes = 0;
+  bool remat_expected = false;  // the estimate's activations do not fit without recomputation
   double compute_bound_s = 0;
   double compute_estimate_s = 0;
   double comm_estimate_s = 0;
@@ -115,7 +120,8 @@ std::string PlanCsv(const PlanResult& plan);
 nlohmann::json PlanJson(const PlanResult& plan);
 
 // The candidate's layout on a mesh small enough for `podsim check`: the toy model
-// (models::ToyModelConfig, 4 heads of 4) with each mesh axis of the candidate that is > 1 at 2,
+// (models::ToyModelConfig, 4 heads of 4) with each mesh axis of the candidate that is > 1 at 2
+// (and its micro-batches likewise),
 // its training step annotated for data x expert x model devices (returned in *devices; the
 // mesh "dxexm" in *mesh).
 std::unique_ptr<ir::Module> SmallMeshModule(const PlanCandidate& c, int64_t* devices,

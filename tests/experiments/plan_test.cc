@@ -35,24 +35,45 @@ PlanSpec ToySpec() {
 }
 
 const PlanCandidate& Find(const PlanResult& p, int64_t data, int64_t expert, int64_t model,
-                          int64_t s) {
+                          int64_t s, int64_t micro_batches = 1) {
   for (const PlanCandidate& c : p.candidates) {
-    if (c.data == data && c.expert == expert && c.model == model && c.tokens_per_group == s) {
+    if (c.data == data && c.expert == expert && c.model == model && c.tokens_per_group == s &&
+        c.micro_batches == micro_batches) {
       return c;
     }
   }
-  FAIL("no candidate " << data << "x" << expert << "x" << model << " S " << s);
+  FAIL("no candidate " << data << "x" << expert << "x" << model << " S " << s << " micro "
+                       << micro_batches);
   return p.candidates.front();
 }
 
+// The candidate's layout at toy size (SmallMeshModule) on `mesh` equals the unpartitioned step.
+void CheckSmallMesh(const PlanCandidate& c, const std::string& want_mesh) {
+  int64_t devices = 0;
+  std::string mesh;
+  const auto module = SmallMeshModule(c, &devices, &mesh);
+  CHECK(mesh == want_mesh);
+  partitioner::PartitionOptions options;
+  options.num_partitions = devices;
+  const partitioner::EquivalenceReport report =
+      partitioner::CheckEquivalence(*module, options, /*seed=*/5);
+  CAPTURE(report.ToString());
+  CHECK(report.ok());
+}
+
 TEST_CASE(
-    "plan: every mesh and group size the model takes on 8 cores, ranked with the fastest first") {
+    "plan: every mesh, group size and micro-batch count the model takes on 8 cores, ranked with "
+    "the fastest first") {
   const PlanResult plan = RunPlan(ToySpec());
   // model in {1, 2, 4} (divides 8 cores, 4 heads and d_ff 32); expert divides 8 / model and the
   // 8 experts: 4, 3 and 2 choices. S in {4, 8, 16} (seq_len 4 divides it, S0/4 = 2 is below
-  // seq_len), G = 64 / S = 16, 8, 4 groups, which data x expert = 8 / model must divide:
-  // model 1: S 4, 8 (G 4 does not split 8 ways); model 2 and 4: all three. 4x2 + 3x3 + 2x3 = 23.
-  REQUIRE(plan.candidates.size() == 23);
+  // seq_len), G = 64 / S = 16, 8, 4 groups; micro-batches k in {1, 2, 4, 8} such that each
+  // micro-batch's G / k groups split over data x expert = 8 / model devices, i.e. k divides
+  // G x model / 8:
+  //   model 1: S 4 -> 2 (k 1, 2), S 8 -> 1, S 16 -> none: 3 per expert choice, x 4 = 12
+  //   model 2: S 4 -> 4 (k 1, 2, 4), S 8 -> 2, S 16 -> 1: 6, x 3 = 18
+  //   model 4: S 4 -> 8 (k 1, 2, 4, 8), S 8 -> 4, S 16 -> 2: 9, x 2 = 18;   12 + 18 + 18 = 48.
+  REQUIRE(plan.candidates.size() == 48);
   CHECK(plan.simulated == 3);
   int best = 0, simulated = 0;
   for (const PlanCandidate& c : plan.candidates) {
@@ -101,12 +122,40 @@ TEST_CASE(
         doctest::Approx(53248));
   // The table and CSV have a line per candidate and the header.
   const std::string table = PlanTable(plan);
-  CHECK(std::count(table.begin(), table.end(), '\n') == 24);
+  CHECK(std::count(table.begin(), table.end(), '\n') == 49);
   CHECK(table.find("best") != std::string::npos);
   const nlohmann::json json = PlanJson(plan);
-  CHECK(json["candidates"].size() == 23);
+  CHECK(json["candidates"].size() == 48);
   CHECK(json["candidates"][0]["status"] == "best");
   CHECK(json["candidates"][0]["model"]["model_parallel"] == first.model);
+}
+
+TEST_CASE(
+    "plan: micro-batches hold the gradient sums, reduce the gradients once each, and add "
+    "their sums' traffic") {
+  const PlanResult plan = RunPlan(ToySpec());
+  const PlanCandidate& one = Find(plan, 1, 8, 1, 4, 1);
+  const PlanCandidate& two = Find(plan, 1, 8, 1, 4, 2);
+  CHECK(two.weights_bytes == one.weights_bytes);
+  CHECK(one.memory_floor_bytes == one.weights_bytes);
+  CHECK(two.memory_floor_bytes == 2 * one.weights_bytes);  // f32 sums beside f32 weights
+  REQUIRE(one.remat_expected == two.remat_expected);       // the toy fits either way
+  CHECK_FALSE(one.remat_expected);
+  // Compute: 2 micro-batches x (read the sums and the gradients, write the sums) at the v3
+  // core's 900 GB/s / 2 = 450 GB/s of HBM.
+  CHECK((two.compute_estimate_s - one.compute_estimate_s) * 450e9 ==
+        doctest::Approx(2.0 * 3.0 * static_cast<double>(one.weights_bytes)));
+  // Communication: the gradients are AllReduced once per micro-batch, the AllToAlls and the
+  // model axis's AllReduces carry the same tokens however they are cut: the estimate grows by
+  // one gradient reduction per micro-batch, k = 1, 2, 4 evenly spaced.
+  const double c1 = Find(plan, 1, 4, 2, 4, 1).comm_estimate_s;
+  const double c2 = Find(plan, 1, 4, 2, 4, 2).comm_estimate_s;
+  const double c4 = Find(plan, 1, 4, 2, 4, 4).comm_estimate_s;
+  CHECK(c2 > c1);
+  CHECK(c4 - c2 == doctest::Approx(2 * (c2 - c1)));
+  CHECK(two.model_json["micro_batches"] == 2);
+  // Its layout at toy size: 2 micro-batches on the 1x2x1 mesh.
+  CheckSmallMesh(two, "1x2x1");
 }
 
 TEST_CASE("plan: a memory limit below a layout's weights makes it oom before any simulation") {
@@ -145,17 +194,7 @@ TEST_CASE("plan: the winner's layout at toy size on a small mesh equals the unpa
   c.data = 4;
   c.expert = 16;
   c.model = 2;
-  int64_t devices = 0;
-  std::string mesh;
-  const auto module = SmallMeshModule(c, &devices, &mesh);
-  CHECK(devices == 8);
-  CHECK(mesh == "2x2x2");
-  partitioner::PartitionOptions options;
-  options.num_partitions = devices;
-  const partitioner::EquivalenceReport report =
-      partitioner::CheckEquivalence(*module, options, /*seed=*/5);
-  CAPTURE(report.ToString());
-  CHECK(report.ok());
+  CheckSmallMesh(c, "2x2x2");
 }
 
 }  // namespace
