@@ -36,7 +36,6 @@ using autodiff::Frame;
 using autodiff::IsFloat;
 using autodiff::NeededFor;
 using autodiff::Where;
-using autodiff::Zeros;
 
 const char* LoopRematName(LoopRemat r) {
   switch (r) {
@@ -129,8 +128,8 @@ std::unique_ptr<Module> Differentiate(const Module& module, const std::vector<st
     Builder::ScopeGuard scope(b, "backward");
     for (const Instruction* t : targets) {
       const auto a = f.adjoint.find(t);
-      Instruction* grad = a != f.adjoint.end() && a->second.array != nullptr ? a->second.array
-                                                                            : Zeros(b, t->shape);
+      Instruction* grad =
+          a != f.adjoint.end() && a->second.array != nullptr ? a->second.array : b.Zeros(t->shape);
       if (t->sharding && !grad->sharding) grad->sharding = t->sharding;
       results.push_back(grad);
     }

@@ -144,14 +144,6 @@ class Differentiator {
   std::unordered_map<const Computation*, Computation*> comp_map_;  // source -> copy
 };
 
-// Zeros / a constant of the shape of `like`.
-inline Instruction* Full(Builder& b, const Shape& like, double v) {
-  Instruction* c = b.ConstantScalar(like.dtype, v);
-  return like.dims.empty() ? c : b.BroadcastScalar(c, like.dims);
-}
-
-inline Instruction* Zeros(Builder& b, const Shape& like) { return Full(b, like, 0.0); }
-
 inline Instruction* S32(Builder& b, int64_t v) {
   return b.ConstantScalar(DType::kS32, static_cast<double>(v));
 }

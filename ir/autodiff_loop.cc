@@ -14,15 +14,6 @@ namespace podsim::ir::autodiff {
 
 namespace {
 
-// The sharding of a stack [trips, dims...] of values sharded like `value`: the iteration dim is
-// not split, the rest as the value. Without it the partitioner would be free to split the stack
-// differently from what is written into it and read from it, and reshard every save and read.
-std::optional<Sharding> StackSharding(const Instruction& value) {
-  std::optional<Sharding> s = value.sharding;
-  if (s && s->kind == Sharding::Kind::kTiled) s->tile_dims.insert(s->tile_dims.begin(), 1);
-  return s;
-}
-
 // The scope of the work of saving `value` per iteration (its stack's zeros and the write of each
 // row): "save/<the value's scope>".
 std::string SaveScope(const Instruction& value) {
@@ -33,8 +24,11 @@ std::string SaveScope(const Instruction& value) {
 Instruction* ZeroStack(Builder& b, const Instruction& value, int64_t trips) {
   Shape stacked = value.shape;
   stacked.dims.insert(stacked.dims.begin(), trips);
-  Instruction* z = Zeros(b, stacked);
-  z->sharding = StackSharding(value);
+  Instruction* z = b.Zeros(stacked);
+  // Stacks are sharded like their values (the iteration dim whole): otherwise the partitioner
+  // would be free to split a stack differently from what is written into it and read from it,
+  // and reshard every save and read.
+  z->sharding = StackedSharding(value.sharding);
   z->scope = SaveScope(value);
   return z;
 }
@@ -43,7 +37,7 @@ Instruction* ZeroStack(Builder& b, const Instruction& value, int64_t trips) {
 // stack, the slice and the value keep the shardings the forward gave them.
 Instruction* ReadStack(Builder& b, Instruction* stack, const std::vector<Instruction*>& starts,
                        const std::vector<int64_t>& one, const Instruction& value) {
-  stack->sharding = StackSharding(value);
+  stack->sharding = StackedSharding(value.sharding);
   Instruction* row = b.DynamicSlice(stack, starts, one);
   row->sharding = stack->sharding;
   Instruction* v = b.Reshape(row, value.shape.dims);
@@ -278,7 +272,7 @@ std::vector<Instruction*> LoopVjp(Differentiator& d, Builder& b, Frame& f, const
   std::vector<Instruction*> init;
   for (int64_t k : floats) {
     Instruction* a = static_cast<size_t>(k) < adjoint.elements.size() ? adjoint.elements[static_cast<size_t>(k)] : nullptr;
-    init.push_back(a != nullptr ? a : Zeros(b, i.operand(static_cast<size_t>(k))->shape));
+    init.push_back(a != nullptr ? a : b.Zeros(i.operand(static_cast<size_t>(k))->shape));
   }
   std::vector<int64_t> stack_index;  // carried value k -> position of its stack in `init`
   for (int64_t k = 0; k < n; ++k) {
@@ -348,7 +342,7 @@ std::vector<Instruction*> LoopVjp(Differentiator& d, Builder& b, Frame& f, const
     const Instruction* p = params[static_cast<size_t>(k + 1)];
     const auto a = h.adjoint.find(p);
     next.push_back(a != h.adjoint.end() && a->second.array != nullptr ? a->second.array
-                                                                       : Zeros(gb, p->shape));
+                                                                      : gb.Zeros(p->shape));
   }
   for (size_t k = floats.size(); k < init.size(); ++k) next.push_back(gp[k + 1]);
   grad->set_root(gb.Tuple(next));

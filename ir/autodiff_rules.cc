@@ -25,25 +25,25 @@ class Vjp : public ConstVisitor<void> {
   void HandleExp(const Instruction& i) override { Acc(i, 0, [&] { return b_.Mul(g_, Y(i)); }); }
   void HandleLog(const Instruction& i) override { Acc(i, 0, [&] { return b_.Div(g_, X(i, 0)); }); }
   void HandleSqrt(const Instruction& i) override {
-    Acc(i, 0, [&] { return b_.Div(g_, b_.Mul(Full(b_, i.shape, 2.0), Y(i))); });
+    Acc(i, 0, [&] { return b_.Div(g_, b_.Mul(b_.Full(i.shape, 2.0), Y(i))); });
   }
   void HandleRsqrt(const Instruction& i) override {
     // y = x^(-1/2): dy/dx = -x^(-3/2) / 2 = -y^3 / 2.
     Acc(i, 0, [&] {
       Instruction* y = Y(i);
-      return b_.Mul(g_, b_.Mul(Full(b_, i.shape, -0.5), b_.Mul(y, b_.Mul(y, y))));
+      return b_.Mul(g_, b_.Mul(b_.Full(i.shape, -0.5), b_.Mul(y, b_.Mul(y, y))));
     });
   }
   void HandleTanh(const Instruction& i) override {
-    Acc(i, 0, [&] { return b_.Mul(g_, b_.Sub(Full(b_, i.shape, 1.0), b_.Mul(Y(i), Y(i)))); });
+    Acc(i, 0, [&] { return b_.Mul(g_, b_.Sub(b_.Full(i.shape, 1.0), b_.Mul(Y(i), Y(i)))); });
   }
   void HandleAbs(const Instruction& i) override {
     Acc(i, 0, [&] {
       Instruction* x = X(i, 0);
-      Instruction* zero = Zeros(b_, i.shape);
+      Instruction* zero = b_.Zeros(i.shape);
       Instruction* sign =
-          b_.Select(b_.Compare(x, zero, Comparison::kGt), Full(b_, i.shape, 1.0),
-                    b_.Select(b_.Compare(x, zero, Comparison::kLt), Full(b_, i.shape, -1.0), zero));
+          b_.Select(b_.Compare(x, zero, Comparison::kGt), b_.Full(i.shape, 1.0),
+                    b_.Select(b_.Compare(x, zero, Comparison::kLt), b_.Full(i.shape, -1.0), zero));
       return b_.Mul(g_, sign);
     });
   }
@@ -94,14 +94,14 @@ class Vjp : public ConstVisitor<void> {
   void HandlePower(const Instruction& i) override {
     // d(a^b)/da = b a^(b-1); d(a^b)/db = log(a) a^b.
     Acc(i, 0, [&] {
-      Instruction* bm1 = b_.Sub(X(i, 1), Full(b_, i.shape, 1.0));
+      Instruction* bm1 = b_.Sub(X(i, 1), b_.Full(i.shape, 1.0));
       return b_.Mul(g_, b_.Mul(X(i, 1), b_.Pow(X(i, 0), bm1)));
     });
     Acc(i, 1, [&] { return b_.Mul(g_, b_.Mul(b_.Log(X(i, 0)), Y(i))); });
   }
   void HandleSelect(const Instruction& i) override {
-    Acc(i, 1, [&] { return b_.Select(X(i, 0), g_, Zeros(b_, i.shape)); });
-    Acc(i, 2, [&] { return b_.Select(X(i, 0), Zeros(b_, i.shape), g_); });
+    Acc(i, 1, [&] { return b_.Select(X(i, 0), g_, b_.Zeros(i.shape)); });
+    Acc(i, 2, [&] { return b_.Select(X(i, 0), b_.Zeros(i.shape), g_); });
   }
 
   void HandleBroadcast(const Instruction& i) override {
@@ -148,7 +148,7 @@ class Vjp : public ConstVisitor<void> {
     Instruction*& a = f_.adjoint[o].array;
     const std::vector<Instruction*> starts = Starts(i, 1);
     if (a == nullptr) {
-      a = b_.DynamicUpdateSlice(Zeros(b_, o->shape), g_, starts);
+      a = b_.DynamicUpdateSlice(b_.Zeros(o->shape), g_, starts);
       return;
     }
     // Added into the window only (both ops clamp the starts the same way): an in-place
@@ -159,7 +159,7 @@ class Vjp : public ConstVisitor<void> {
   }
   void HandleDynamicUpdateSlice(const Instruction& i) override {
     const Shape& update = i.operand(1)->shape;
-    Acc(i, 0, [&] { return b_.DynamicUpdateSlice(g_, Zeros(b_, update), Starts(i, 2)); });
+    Acc(i, 0, [&] { return b_.DynamicUpdateSlice(g_, b_.Zeros(update), Starts(i, 2)); });
     Acc(i, 1, [&] { return b_.DynamicSlice(g_, Starts(i, 2), update.dims); });
   }
   void HandlePad(const Instruction& i) override {
@@ -209,8 +209,8 @@ class Vjp : public ConstVisitor<void> {
       const Shape& idx = i.operand(1)->shape;
       const int64_t axis = i.dimensions[0], ni = idx.rank(), n = x.dims[static_cast<size_t>(axis)];
       Instruction* ix = X(i, 1);
-      Instruction* clamped = b_.Max(b_.Min(ix, Full(b_, idx, static_cast<double>(n - 1))),
-                                    Full(b_, idx, 0.0));
+      Instruction* clamped =
+          b_.Max(b_.Min(ix, b_.Full(idx, static_cast<double>(n - 1))), b_.Full(idx, 0.0));
       std::vector<int64_t> hot_dims = idx.dims;
       hot_dims.push_back(n);
       Instruction* hot = b_.Convert(
@@ -461,8 +461,8 @@ class Vjp : public ConstVisitor<void> {
       Instruction* idx = b_.GetTupleElement(Y(i), 1);
       Instruction* hit = b_.Compare(b_.Broadcast(idx, wide, Iota(0, r)),
                                     b_.Iota(Shape(DType::kS32, wide), r), Comparison::kEq);
-      Instruction* spread = b_.Select(hit, b_.Broadcast(g, wide, Iota(0, r)),
-                                      Zeros(b_, Shape(x.dtype, wide)));
+      Instruction* spread =
+          b_.Select(hit, b_.Broadcast(g, wide, Iota(0, r)), b_.Zeros(Shape(x.dtype, wide)));
       return b_.Reduce(spread, {r - 1}, ReduceKind::kAdd);
     });
   }
@@ -514,11 +514,11 @@ class Vjp : public ConstVisitor<void> {
     if (!f_.active.count(i.operand(0)) && !f_.active.count(i.operand(1))) return;
     Instruction* a = X(i, 0);
     Instruction* c = X(i, 1);
-    Instruction* w0 = b_.Select(b_.Compare(a, c, wins), Full(b_, i.shape, 1.0),
-                                b_.Select(b_.Compare(a, c, Comparison::kEq), Full(b_, i.shape, 0.5),
-                                          Zeros(b_, i.shape)));
+    Instruction* w0 = b_.Select(
+        b_.Compare(a, c, wins), b_.Full(i.shape, 1.0),
+        b_.Select(b_.Compare(a, c, Comparison::kEq), b_.Full(i.shape, 0.5), b_.Zeros(i.shape)));
     Acc(i, 0, [&] { return b_.Mul(g_, w0); });
-    Acc(i, 1, [&] { return b_.Mul(g_, b_.Sub(Full(b_, i.shape, 1.0), w0)); });
+    Acc(i, 1, [&] { return b_.Mul(g_, b_.Sub(b_.Full(i.shape, 1.0), w0)); });
   }
 
   static std::vector<int64_t> Free(int64_t rank, const std::vector<int64_t>& batch,

@@ -102,6 +102,11 @@ Instruction* Builder::Broadcast(Instruction* x, std::vector<int64_t> out_dims,
   return Add(std::move(i));
 }
 
+Instruction* Builder::Full(const Shape& like, double value) {
+  Instruction* c = ConstantScalar(like.dtype, value);
+  return like.dims.empty() ? c : BroadcastScalar(c, like.dims);
+}
+
 Instruction* Builder::BroadcastScalar(Instruction* scalar, std::vector<int64_t> out_dims) {
   return Broadcast(scalar, std::move(out_dims), {});
 }

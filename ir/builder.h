@@ -82,6 +82,10 @@ class Builder {
   Instruction* Broadcast(Instruction* x, std::vector<int64_t> out_dims, std::vector<int64_t> dims);
   // A scalar broadcast to shape `out_dims`.
   Instruction* BroadcastScalar(Instruction* scalar, std::vector<int64_t> out_dims);
+  // `value` in every element of an array of `like`'s shape and type (a scalar constant,
+  // broadcast unless `like` is a scalar).
+  Instruction* Full(const Shape& like, double value);
+  Instruction* Zeros(const Shape& like) { return Full(like, 0.0); }
   Instruction* Reshape(Instruction* x, std::vector<int64_t> dims);
   Instruction* Transpose(Instruction* x, std::vector<int64_t> permutation);
   Instruction* Slice(Instruction* x, std::vector<int64_t> starts, std::vector<int64_t> limits,

@@ -109,6 +109,11 @@ std::vector<int64_t> Sharding::TileIndexOf(int64_t device) const {
   return index;
 }
 
+std::optional<Sharding> StackedSharding(std::optional<Sharding> s) {
+  if (s && s->kind == Sharding::Kind::kTiled) s->tile_dims.insert(s->tile_dims.begin(), 1);
+  return s;
+}
+
 std::string Sharding::ToString() const {
   switch (kind) {
     case Kind::kReplicated: return "{replicated}";

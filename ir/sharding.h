@@ -119,4 +119,8 @@ struct Sharding {
   bool operator==(const Sharding&) const = default;
 };
 
+// The sharding of a stack [n, dims...] of values sharded like `s`: the stacking dim whole, the
+// rest as `s` (a tiled sharding gains a leading tile dim of 1; any other is unchanged).
+std::optional<Sharding> StackedSharding(std::optional<Sharding> s);
+
 }  // namespace podsim::ir

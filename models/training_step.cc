@@ -16,19 +16,6 @@ using ir::Instruction;
 
 namespace {
 
-// A micro-batch input's sharding stacked: the same tiling with a whole leading dim.
-std::optional<ir::Sharding> Stacked(const std::optional<ir::Sharding>& s) {
-  if (!s || s->kind != ir::Sharding::Kind::kTiled) return s;
-  std::vector<int64_t> tiles = s->tile_dims;
-  tiles.insert(tiles.begin(), 1);
-  return ir::Sharding::Tiled(std::move(tiles), s->devices, s->last_tile_dim_replicate);
-}
-
-Instruction* Zeros(Builder& b, const ir::Shape& like) {
-  Instruction* z = b.ConstantScalar(like.dtype, 0);
-  return like.dims.empty() ? z : b.BroadcastScalar(z, like.dims);
-}
-
 // Gradient accumulation (TrainingStepOptions::micro_batches): the differentiated entry, whose
 // root is tuple(loss, gradients...), becomes the body of a loop of `k` iterations that adds each
 // micro-batch's loss and gradients to sums it carries; the entry runs the loop over the stacked
@@ -62,7 +49,7 @@ Instruction* AccumulateMicroBatches(ir::Module& m, const std::vector<std::string
     ir::Shape shape = p->shape;
     if (input) shape.dims.insert(shape.dims.begin(), k);
     Instruction* q = bb.Parameter(static_cast<int64_t>(1 + n + j), shape, p->name);
-    q->sharding = input ? Stacked(p->sharding) : p->sharding;
+    q->sharding = input ? ir::StackedSharding(p->sharding) : p->sharding;
     carried_in.push_back(q);
     value[p] = q;
     if (!input) continue;
@@ -97,13 +84,13 @@ Instruction* AccumulateMicroBatches(ir::Module& m, const std::vector<std::string
   for (Instruction* p : params) {
     if (trained.count(p->name) != 0) continue;
     p->shape.dims.insert(p->shape.dims.begin(), k);
-    p->sharding = Stacked(p->sharding);
+    p->sharding = ir::StackedSharding(p->sharding);
   }
   Builder b(entry);
   Builder::ScopeGuard scope(b, "accumulate");
   std::vector<Instruction*> init;
   for (size_t j = 0; j < n; ++j) {
-    init.push_back(Zeros(b, root->operands[j]->shape));
+    init.push_back(b.Zeros(root->operands[j]->shape));
     init.back()->sharding = root->operands[j]->sharding;
   }
   init.insert(init.end(), params.begin(), params.end());
@@ -111,8 +98,7 @@ Instruction* AccumulateMicroBatches(ir::Module& m, const std::vector<std::string
   std::vector<Instruction*> means;
   for (size_t j = 0; j < n; ++j) {
     const Instruction* v = root->operands[j];
-    Instruction* inverse = b.ConstantScalar(v->shape.dtype, 1.0 / static_cast<double>(k));
-    if (!v->shape.dims.empty()) inverse = b.BroadcastScalar(inverse, v->shape.dims);
+    Instruction* inverse = b.Full(v->shape, 1.0 / static_cast<double>(k));
     means.push_back(b.Mul(b.GetTupleElement(loop, static_cast<int64_t>(j)), inverse));
     means.back()->sharding = v->sharding;
   }
@@ -136,6 +122,10 @@ TrainingStep BuildTrainingStep(const ir::Module& loss_module,
                                const std::vector<std::string>& trainable,
                                const OptimizerConfig& optimizer,
                                const TrainingStepOptions& options) {
+  if (options.micro_batches < 1) {
+    throw Error("training step: micro_batches must be >= 1, not " +
+                std::to_string(options.micro_batches));
+  }
   const int64_t num_partitions = options.num_partitions;
   const std::string& loss = options.loss;
   const std::set<std::string>& layer_stacked = options.layer_stacked;
@@ -151,10 +141,6 @@ TrainingStep BuildTrainingStep(const ir::Module& loss_module,
   }
   out.module->set_name(loss_module.name() + "_train_step");
   ir::Computation* entry = out.module->entry();
-  if (options.micro_batches < 1) {
-    throw Error("training step: micro_batches must be >= 1, not " +
-                std::to_string(options.micro_batches));
-  }
   Instruction* grads = options.micro_batches == 1  // tuple(loss, gradients...)
                            ? entry->root()
                            : AccumulateMicroBatches(*out.module, trainable, options.micro_batches);
