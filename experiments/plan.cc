@@ -155,6 +155,127 @@ int64_t WeightsPerCore(GShardModelConfig m) {
   return models::CountParameters(*models::BuildGShardModelLoss(m)).per_device_bytes;
 }
 
+// What the estimates need of the model: the same for every candidate.
+struct ModelFacts {
+  GShardModelConfig base;
+  int64_t batch = 0;           // tokens
+  int64_t n_moe = 0;           // MoE layers
+  double act = 0, wbytes = 0;  // bytes of an activation, of a weight
+  double expert_params = 0, dense_params = 0;
+};
+
+ModelFacts ReadModel(const PlanSpec& spec) {
+  ModelFacts f;
+  f.base = GShardModelConfig::FromJson(spec.model, "plan.model", {});
+  const models::MoeLayerConfig& l = f.base.layer;
+  f.batch = l.num_groups * l.tokens_per_group;
+  f.n_moe = f.base.num_layers / f.base.moe_every;
+  f.act = static_cast<double>(ir::ByteWidth(l.dtype));
+  f.wbytes = static_cast<double>(ir::ByteWidth(l.weight_dtype));
+  // Expert parameters: wi and wo of every MoE layer.
+  f.expert_params = static_cast<double>(f.n_moe) * 2.0 * static_cast<double>(l.num_experts) *
+                    static_cast<double>(l.d_model) * static_cast<double>(l.d_ff);
+  GShardModelConfig one = f.base;
+  one.layer.annotate = false;
+  one.layer.num_devices = 1;
+  f.dense_params =
+      static_cast<double>(models::CountParameters(*models::BuildGShardModelLoss(one)).total) -
+      f.expert_params;
+  return f;
+}
+
+// A layout to try: a data x expert x model mesh, a group size and a micro-batch count.
+struct Layout {
+  int64_t data = 1, expert = 1, model = 1, tokens_per_group = 0, micro_batches = 1;
+};
+
+// The layouts of the model on `d` cores that the sizes allow (the model config validates each):
+// model dividing d, the heads and d_ff; expert dividing d / model and the experts; S in S0/4 ..
+// 2 S0 where seq_len divides it and it divides the batch; micro-batch counts 1, 2, 4, 8 whose
+// micro-batches' groups split over data x expert.
+std::vector<Layout> Layouts(const models::MoeLayerConfig& l, int64_t batch, int64_t d) {
+  std::vector<int64_t> sizes;
+  for (int64_t s : {l.tokens_per_group / 4, l.tokens_per_group / 2, l.tokens_per_group,
+                    2 * l.tokens_per_group}) {
+    if (s >= l.seq_len && s % l.seq_len == 0 && batch % s == 0) sizes.push_back(s);
+  }
+  std::vector<Layout> out;
+  for (int64_t model : Divisors(d)) {
+    if (l.num_heads % model != 0 || l.d_ff % model != 0) continue;
+    for (int64_t expert : Divisors(d / model)) {
+      if (l.num_experts % expert != 0) continue;
+      const int64_t data = d / (model * expert);
+      for (int64_t s : sizes) {
+        for (int64_t k : {1, 2, 4, 8}) {
+          if ((batch / s) % (k * data * expert) == 0) out.push_back({data, expert, model, s, k});
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// The candidate's bound, estimates, memory floor and, when its floor exceeds the pod's limit,
+// its oom status; `one` is the unpartitioned step at its group size.
+void Estimate(PlanCandidate& c, const ModelFacts& f, const Pod& pod, const OneCoreStep& one) {
+  const models::MoeLayerConfig& l = f.base.layer;
+  const int64_t g = c.groups, k = c.micro_batches;
+  // The bound: the step's matmul FLOPs as executed without recomputation, split D ways, except
+  // the gating einsums, which run on activations replicated over the model axis. Per group: the
+  // logits 2SME (forward, and backward to the inputs and wg), dispatch 2SECM (forward, and
+  // backward to the inputs only: the dispatch mask is built from comparisons and has no
+  // gradient), combine 2SECM (forward, backward to both operands): 3 x 2SME + 2 x 2SECM +
+  // 3 x 2SECM.
+  const double sd = static_cast<double>(c.tokens_per_group);
+  const double e = static_cast<double>(l.num_experts), mm = static_cast<double>(l.d_model);
+  const double cap = static_cast<double>(c.capacity);
+  const double d = static_cast<double>(c.cores), de = static_cast<double>(c.data * c.expert);
+  const double gate = static_cast<double>(f.n_moe) * static_cast<double>(g) *
+                      (3 * 2 * sd * mm * e + 5 * 2 * sd * e * cap * mm);
+  c.compute_bound_s = ((one.matrix_flops - gate) / d + gate / de) / pod.device.matrix_bf16.value;
+  c.compute_estimate_s = (one.step_s - one.gate_s) / d + one.gate_s / de;
+  // Micro-batches: each adds its gradients into the sums (both read, one written: 3 x the
+  // weights' bytes through HBM). Memory: the weights (and the sums) plus the forward values of
+  // one micro-batch, the whole batch's split over the data x expert devices that split the
+  // groups; when that exceeds the limit the step recomputes each layer's forward in the backward
+  // pass (per-layer remat), a third of its compute.
+  const double kd = static_cast<double>(k);
+  const double wb = static_cast<double>(c.weights_bytes);
+  if (k > 1) c.compute_estimate_s += kd * 3 * wb / pod.device.hbm_bandwidth.value;
+  c.memory_floor_bytes = c.weights_bytes * (k > 1 ? 2 : 1);
+  c.remat_expected = static_cast<double>(c.memory_floor_bytes) + one.activation_bytes / (de * kd) >
+                     pod.memory_limit;
+  if (c.remat_expected) c.compute_estimate_s *= 4.0 / 3.0;
+  // Communication per core, bytes sent.
+  const double local_groups = static_cast<double>(g) / de;
+  const double dispatched = local_groups * e * cap * mm * f.act;  // one AllToAll's input
+  const double ef = static_cast<double>(c.expert);
+  const double a2a = 4.0 * static_cast<double>(f.n_moe) * dispatched * (ef - 1) / ef;
+  // Model axis: per encoder layer 2 and per decoder layer 3 AllReduces of the activations,
+  // forward and backward (2.5 L x 2), 2 (m - 1) / m of them each.
+  const double mf = static_cast<double>(c.model);
+  const double activations = local_groups * sd * mm * f.act;
+  const double mp =
+      c.model > 1 ? 5.0 * static_cast<double>(f.base.num_layers) * activations * 2 * (mf - 1) / mf
+                  : 0;
+  // Gradients: dense ones AllReduced over data x expert, expert ones over data, once per
+  // micro-batch (the partitioner reduces them where each micro-batch makes them).
+  const double dd = static_cast<double>(c.data);
+  const double grads = f.dense_params / mf * f.wbytes * 2 * (de - 1) / de +
+                       f.expert_params / (ef * mf) * f.wbytes * 2 * (dd - 1) / dd;
+  const bool on_chip =
+      c.model <= pod.cores_per_chip && pod.cores_per_chip % c.model == 0 && pod.onchip_per_core > 0;
+  c.comm_estimate_s = (a2a + kd * grads) / pod.ici_per_core +
+                      mp / (on_chip ? pod.onchip_per_core : pod.ici_per_core);
+  c.estimate_s = std::max(c.compute_bound_s, c.compute_estimate_s) + c.comm_estimate_s;
+  if (static_cast<double>(c.memory_floor_bytes) > pod.memory_limit) {
+    c.status = PlanStatus::kOom;
+    c.reason = std::string(k > 1 ? "weights and gradient sums" : "weights") + " alone " +
+               FormatFixed(static_cast<double>(c.memory_floor_bytes) / kGiB, 2) + " GiB > " +
+               FormatFixed(pod.memory_limit / kGiB, 2) + " GiB per core";
+  }
+}
+
 std::string MeshName(const PlanCandidate& c) {
   return std::to_string(c.data) + "x" + std::to_string(c.expert) + "x" + std::to_string(c.model);
 }
@@ -218,32 +339,8 @@ PlanResult RunPlan(const PlanSpec& spec) {
     FailAt("plan.price_per_chip_hour", "the cost objective needs a price per chip-hour > 0");
   }
   if (spec.memory_limit < 0) FailAt("plan.memory_limit", "must be >= 0");
-  const GShardModelConfig base = GShardModelConfig::FromJson(spec.model, "plan.model", {});
-  const models::MoeLayerConfig& l0 = base.layer;
-  const int64_t batch = l0.num_groups * l0.tokens_per_group;
-  const int64_t n_moe = base.num_layers / base.moe_every;
-  const double act = static_cast<double>(ir::ByteWidth(l0.dtype));
-  const double wbytes = static_cast<double>(ir::ByteWidth(l0.weight_dtype));
-  // Expert parameters: wi and wo of every MoE layer.
-  const double expert_params = static_cast<double>(n_moe) * 2.0 *
-                               static_cast<double>(l0.num_experts) *
-                               static_cast<double>(l0.d_model) * static_cast<double>(l0.d_ff);
-
-  // Group sizes: S0/4 .. 2 S0 that seq_len divides and that divide the batch.
-  std::vector<int64_t> sizes;
-  for (int64_t s : {l0.tokens_per_group / 4, l0.tokens_per_group / 2, l0.tokens_per_group,
-                    2 * l0.tokens_per_group}) {
-    if (s >= l0.seq_len && s % l0.seq_len == 0 && batch % s == 0) sizes.push_back(s);
-  }
-  double total_params = 0;
-  {
-    GShardModelConfig m = base;
-    m.layer.annotate = false;
-    m.layer.num_devices = 1;
-    total_params =
-        static_cast<double>(models::CountParameters(*models::BuildGShardModelLoss(m)).total);
-  }
-  const double dense_params = total_params - expert_params;
+  const ModelFacts f = ReadModel(spec);
+  const models::MoeLayerConfig& l0 = f.base.layer;
 
   PlanResult plan;
   plan.objective_cost = spec.objective_cost;
@@ -251,119 +348,50 @@ PlanResult RunPlan(const PlanSpec& spec) {
   std::vector<Pod> pods;
   for (const std::string& name : spec.topologies) pods.push_back(LoadPod(name, spec));
   for (const Pod& pod : pods) {
-    const int64_t d = pod.cores;
     std::map<int64_t, OneCoreStep> one_core;                 // S -> the step on one core
     std::map<std::pair<int64_t, int64_t>, int64_t> weights;  // (expert, model) -> bytes
-    for (int64_t model : Divisors(d)) {
-      if (l0.num_heads % model != 0 || l0.d_ff % model != 0) continue;
-      for (int64_t expert : Divisors(d / model)) {
-        if (l0.num_experts % expert != 0) continue;
-        const int64_t data = d / (model * expert);
-        for (int64_t s : sizes) {
-          const int64_t g = batch / s;
-          for (int64_t k : {1, 2, 4, 8}) {
-            if (g % (k * data * expert) != 0) continue;
-            PlanCandidate c;
-            c.topology = pod.name;
-            c.cores = d;
-            c.chips = pod.chips;
-            c.data = data;
-            c.expert = expert;
-            c.model = model;
-            c.tokens_per_group = s;
-            c.groups = g;
-            c.micro_batches = k;
-            c.batch_tokens = batch;
-            c.model_json = CandidateModelJson(spec.model, batch, s, expert, model, k);
-            GShardModelConfig m = GShardModelConfig::FromJson(c.model_json, "plan.model", {});
-            m.layer.num_devices = d;
-            try {
-              models::ValidateModelConfig(m);
-            } catch (const Error&) {
-              continue;  // a layout the model cannot take (enumeration keeps only those it can)
-            }
-            c.capacity = models::ExpertCapacity(m.layer);
-            auto w = weights.find({expert, model});
-            if (w == weights.end())
-              w = weights.emplace(std::pair{expert, model}, WeightsPerCore(m)).first;
-            c.weights_bytes = w->second;
-            auto one = one_core.find(s);
-            if (one == one_core.end()) {
-              GShardModelConfig u = m;
-              u.layer.model_parallel = 1;
-              u.layer.expert_parallel = 0;
-              u.micro_batches = 1;
-              one = one_core.emplace(s, SimulateOneCore(u, pod, spec)).first;
-            }
-            // The bound: the step's matmul FLOPs as executed without recomputation, split D
-            // ways, except the gating einsums, which run on activations replicated over the model
-            // axis. Per group: the logits 2SME (forward, and backward to the inputs and wg),
-            // dispatch 2SECM (forward, and backward to the inputs only: the dispatch mask is
-            // built from comparisons and has no gradient), combine 2SECM (forward, backward to
-            // both operands): 3 x 2SME + 2 x 2SECM + 3 x 2SECM.
-            const double sd = static_cast<double>(s), e = static_cast<double>(l0.num_experts);
-            const double mm = static_cast<double>(l0.d_model),
-                         cap = static_cast<double>(c.capacity);
-            const double gate = static_cast<double>(n_moe) * static_cast<double>(g) *
-                                (3 * 2 * sd * mm * e + 5 * 2 * sd * e * cap * mm);
-            const double per_core = (one->second.matrix_flops - gate) / static_cast<double>(d) +
-                                    gate / static_cast<double>(data * expert);
-            c.compute_bound_s = per_core / pod.device.matrix_bf16.value;
-            c.compute_estimate_s =
-                (one->second.step_s - one->second.gate_s) / static_cast<double>(d) +
-                one->second.gate_s / static_cast<double>(data * expert);
-            // Micro-batches: each adds its gradients into the sums (both read, one written: 3 x
-            // the weights' bytes through HBM). Memory: the weights (and the sums) plus the
-            // forward values of one micro-batch, the whole batch's split over the data x expert
-            // devices that split the groups; when that exceeds the limit the step recomputes
-            // each layer's forward in the backward pass (per-layer remat), a third of its compute.
-            const double kd = static_cast<double>(k), de = static_cast<double>(data * expert);
-            const double wb = static_cast<double>(c.weights_bytes);
-            if (k > 1) c.compute_estimate_s += kd * 3 * wb / pod.device.hbm_bandwidth.value;
-            c.memory_floor_bytes = c.weights_bytes * (k > 1 ? 2 : 1);
-            c.remat_expected = static_cast<double>(c.memory_floor_bytes) +
-                                   one->second.activation_bytes / (de * kd) >
-                               pod.memory_limit;
-            if (c.remat_expected) c.compute_estimate_s *= 4.0 / 3.0;
-            // Communication per core, bytes sent.
-            const double local_groups = static_cast<double>(g) / static_cast<double>(data * expert);
-            const double dispatched = local_groups * e * cap * mm * act;  // one AllToAll's input
-            const double a2a = 4.0 * static_cast<double>(n_moe) * dispatched *
-                               (static_cast<double>(expert) - 1) / static_cast<double>(expert);
-            // Model axis: per encoder layer 2 and per decoder layer 3 AllReduces of the
-            // activations, forward and backward (2.5 L x 2), 2 (m - 1) / m of them each.
-            const double mf = static_cast<double>(model);
-            const double activations = local_groups * sd * mm * act;
-            const double mp = model > 1 ? 5.0 * static_cast<double>(base.num_layers) * activations *
-                                              2 * (mf - 1) / mf
-                                        : 0;
-            // Gradients: dense ones AllReduced over data x expert, expert ones over data, once per
-            // micro-batch (the partitioner reduces them where each micro-batch makes them).
-            const double dd = static_cast<double>(data);
-            const double grads =
-                dense_params / mf * wbytes * 2 * (de - 1) / de +
-                expert_params / (static_cast<double>(expert) * mf) * wbytes * 2 * (dd - 1) / dd;
-            const bool on_chip = model <= pod.cores_per_chip && pod.cores_per_chip % model == 0 &&
-                                 pod.onchip_per_core > 0;
-            c.comm_estimate_s = (a2a + kd * grads) / pod.ici_per_core +
-                                mp / (on_chip ? pod.onchip_per_core : pod.ici_per_core);
-            c.estimate_s = std::max(c.compute_bound_s, c.compute_estimate_s) + c.comm_estimate_s;
-            c.cost_per_1e12_tokens = CostOf(c.estimate_s, c, spec.price_per_chip_hour);
-            if (static_cast<double>(c.memory_floor_bytes) > pod.memory_limit) {
-              c.status = PlanStatus::kOom;
-              c.reason = std::string(k > 1 ? "weights and gradient sums" : "weights") + " alone " +
-                         FormatFixed(static_cast<double>(c.memory_floor_bytes) / kGiB, 2) +
-                         " GiB > " + FormatFixed(pod.memory_limit / kGiB, 2) + " GiB per core";
-            }
-            plan.candidates.push_back(std::move(c));
-          }
-        }
+    for (const Layout& layout : Layouts(l0, f.batch, pod.cores)) {
+      PlanCandidate c;
+      c.topology = pod.name;
+      c.cores = pod.cores;
+      c.chips = pod.chips;
+      c.data = layout.data;
+      c.expert = layout.expert;
+      c.model = layout.model;
+      c.tokens_per_group = layout.tokens_per_group;
+      c.groups = f.batch / layout.tokens_per_group;
+      c.micro_batches = layout.micro_batches;
+      c.batch_tokens = f.batch;
+      c.model_json = CandidateModelJson(spec.model, f.batch, c.tokens_per_group, c.expert, c.model,
+                                        c.micro_batches);
+      GShardModelConfig m = GShardModelConfig::FromJson(c.model_json, "plan.model", {});
+      m.layer.num_devices = pod.cores;
+      try {
+        models::ValidateModelConfig(m);
+      } catch (const Error&) {
+        continue;  // a layout the model cannot take (enumeration keeps only those it can)
       }
+      c.capacity = models::ExpertCapacity(m.layer);
+      auto w = weights.find({c.expert, c.model});
+      if (w == weights.end())
+        w = weights.emplace(std::pair{c.expert, c.model}, WeightsPerCore(m)).first;
+      c.weights_bytes = w->second;
+      auto one = one_core.find(c.tokens_per_group);
+      if (one == one_core.end()) {
+        GShardModelConfig u = m;
+        u.layer.model_parallel = 1;
+        u.layer.expert_parallel = 0;
+        u.micro_batches = 1;
+        one = one_core.emplace(c.tokens_per_group, SimulateOneCore(u, pod, spec)).first;
+      }
+      Estimate(c, f, pod, one->second);
+      c.cost_per_1e12_tokens = CostOf(c.estimate_s, c, spec.price_per_chip_hour);
+      plan.candidates.push_back(std::move(c));
     }
   }
   if (plan.candidates.empty()) {
     throw Error("plan: no layout of the model fits the pods' cores (experts " +
-                std::to_string(l0.num_experts) + ", batch " + std::to_string(batch) +
+                std::to_string(l0.num_experts) + ", batch " + std::to_string(f.batch) +
                 " tokens, heads " + std::to_string(l0.num_heads) + ")");
   }
 
