@@ -33,6 +33,7 @@ void BuildHalvingDoubling(const BuildContext& context, Schedule& schedule) {
   const CollectiveKind kind = context.spec.kind;
   const int64_t n = context.spec.elements;
   double estimate = 0;
+  double segments = 0;
   for (size_t k = 0; k < context.groups.size(); ++k) {
     const int64_t g = static_cast<int64_t>(context.groups[k].size());
     if (!PowerOfTwo(g)) {
@@ -42,10 +43,14 @@ void BuildHalvingDoubling(const BuildContext& context, Schedule& schedule) {
     }
     int64_t m = 0;
     while ((int64_t{1} << m) < g) ++m;
-    estimate += static_cast<double>(g) * static_cast<double>(std::max<int64_t>(1, m)) *
-                static_cast<double>(2 * m + 2);
+    const double parts = static_cast<double>(std::max<int64_t>(1, m));
+    estimate += static_cast<double>(g) * parts * static_cast<double>(2 * m + 2);
+    // The blocks a member sends are strided: one piece each. Over the reduce-scatter's steps it
+    // sends g/2 + g/4 + ... + 1 = g - 1 blocks of each part, the all-gather's as many.
+    const double phases = kind == CollectiveKind::kAllReduce ? 2 : 1;
+    segments += static_cast<double>(g) * parts * static_cast<double>(g - 1) * phases;
   }
-  RequireScheduleMemory(context, "halving-doubling", estimate, estimate * 2);
+  RequireScheduleMemory(context, "halving-doubling", estimate, segments);
 
   const bool scatter = kind == CollectiveKind::kReduceScatter;
   // Reduce-scatter works in a scratch copy of the input: its output holds one block only.
