@@ -174,6 +174,19 @@ CollectiveRunResult RunCollective(const CollectiveRunConfig& config,
       into.schedule_built = false;
       return;
     }
+    // The torus algorithm over a whole symmetric pod: timed on chip 0's transfers.
+    if (std::optional<sim::TimingResult> fast = sim::TimeSymmetricTorus(
+            spec, topology, name, static_cast<int>(config.chunks), config.network, timing)) {
+      into.timing = std::move(*fast);
+      into.algorithm = "torus";
+      into.schedule = sim::Schedule();
+      into.schedule.kind = spec.kind;
+      into.schedule.algorithm = into.algorithm;
+      into.schedule.num_partitions = topology.num_cores();
+      into.schedule.num_steps = static_cast<int>(into.timing.steps.size());
+      into.schedule_built = false;
+      return;
+    }
     sim::AlgorithmOptions algo;
     algo.algorithm = name;
     algo.chunks = static_cast<int>(config.chunks);

@@ -143,7 +143,8 @@ std::string DefaultAlgorithm(const CollectiveSpec& spec, const topo::Topology& t
 namespace {
 
 Schedule Build(const CollectiveSpec& spec, const topo::Topology& topology,
-               const AlgorithmOptions& options, bool derive_dependencies) {
+               const AlgorithmOptions& options, bool derive_dependencies,
+               const std::vector<char>* near_chips = nullptr) {
   const int64_t num_partitions = topology.num_cores();
   const std::vector<std::vector<int64_t>> groups = ResolveReplicaGroups(spec, num_partitions);
   if (options.chunks < 1) {
@@ -179,7 +180,8 @@ Schedule Build(const CollectiveSpec& spec, const topo::Topology& topology,
     }
   }
 
-  const internal::BuildContext context{spec, topology, options, groups, derive_dependencies};
+  const internal::BuildContext context{spec,      topology, options, groups, derive_dependencies,
+                                       near_chips};
   // Algorithm names are checked above; each builder estimates its size before allocating.
   if (algorithm == "ring") {
     internal::BuildRing(context, /*bidirectional=*/false, schedule);
@@ -212,6 +214,13 @@ Schedule BuildTransfers(const CollectiveSpec& spec, const topo::Topology& topolo
 }
 
 namespace internal {
+
+Schedule BuildTorusNear(const CollectiveSpec& spec, const topo::Topology& topology,
+                        const AlgorithmOptions& options, const std::vector<char>& near_chips) {
+  AlgorithmOptions torus = options;
+  torus.algorithm = "torus";
+  return Build(spec, topology, torus, /*derive_dependencies=*/true, &near_chips);
+}
 
 void RequireScheduleMemory(const BuildContext& context, const char* algorithm, double transfers,
                            double segments) {

@@ -28,6 +28,10 @@ struct BuildContext {
   // false: the transfers only, without the dependencies builders derive from buffer ranges
   // (ScheduleBuilder's tracking), for link loads (BuildTransfers).
   bool derive_dependencies = true;
+  // Non-null (torus only): build only the lines whose ring has a member on a chip c with
+  // (*near_chips)[c] != 0, for the symmetric timing (symmetric_timing.h), which needs the
+  // transfers of chip 0 and of its neighbours, not the pod's.
+  const std::vector<char>* near_chips = nullptr;
 };
 
 // The send queues of a ring algorithm. A ring algorithm runs as channels (one per ring direction,
@@ -85,6 +89,12 @@ void BuildDirect(const BuildContext& context, Schedule& schedule);
 void BuildAllToAllStaged(const BuildContext& context, Schedule& schedule);
 void BuildHalvingDoubling(const BuildContext& context, Schedule& schedule);
 void BuildTree(const BuildContext& context, Schedule& schedule);
+
+// The torus schedule restricted to the lines through the chips marked in `near_chips` (see
+// BuildContext::near_chips); the dependencies of a transfer are complete when its source and
+// destination are both marked.
+Schedule BuildTorusNear(const CollectiveSpec& spec, const topo::Topology& topology,
+                        const AlgorithmOptions& options, const std::vector<char>& near_chips);
 
 // The torus algorithm's rotations over a box group (torus_algorithms.cc): each rotation's phase
 // order (indices into box.axes) and the box it runs on: the group's own, or its TwistedView

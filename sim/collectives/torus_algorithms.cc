@@ -3,11 +3,19 @@
 //
 // The data is cut into G slots, one per member. Reduce-scatter runs one phase per axis, in the
 // phase order P: in phase t every line along axis P[t] (members equal on every other axis) runs a
-// bidirectional ring reduce-scatter over the slots its members still share (those whose owners
-// match them on P[0..t-1]), split by the owner's coordinate on P[t]. After the last phase each
-// member holds its own slot summed over the group. All-gather runs the same phases in reverse
-// order (P[k-1] first), each line gathering the slots its members hold. All-reduce =
-// reduce-scatter then all-gather over "virtual" slots laid out so that every piece is contiguous.
+// ring reduce-scatter over the slots its members still share (those whose owners match them on
+// P[0..t-1]), split by the owner's coordinate on P[t]. After the last phase each member holds its
+// own slot summed over the group. All-gather runs the same phases in reverse order (P[k-1]
+// first), each line gathering the slots its members hold. All-reduce = reduce-scatter then
+// all-gather over "virtual" slots laid out so that every piece is contiguous.
+//
+// Both ring directions: the data is cut in two halves, each running all its phases in one
+// direction (the second on the reversed rings), so every link carries data both ways. Each half
+// is a collective of its own: a piece waits only for data of its half, which arrived from one
+// direction, so a member's waits do not depend on its ring position (with every piece halved
+// phase by phase instead, a member's next piece arrives partly from the one side and partly
+// from the other, by position) and the schedule is the same seen from every chip of a torus
+// (what the symmetric timing uses: symmetric_timing.h).
 //
 // Phase order:
 //  - all-reduce: the core axis first (its on-chip links are fast and halve what the ICI phases
@@ -183,12 +191,13 @@ class TorusGroupBuilder {
     const Buffer buffer =
         kind_ == CollectiveKind::kReduceScatter ? Buffer::kScratch : Buffer::kOutput;
     int last_step = 0;
-    const int64_t rotations = static_cast<int64_t>(plan_.orders.size());
-    for (int64_t r = 0; r < rotations; ++r) {
-      order_ = plan_.orders[static_cast<size_t>(r)];
-      box_ = plan_.boxes[static_cast<size_t>(r)];
-      channel_ = 2 * static_cast<int>(r);  // its two ring directions' send queues
-      SetUpSlots(r);
+    const int64_t parts = 2 * static_cast<int64_t>(plan_.orders.size());
+    for (int64_t k = 0; k < parts; ++k) {  // rotation k / 2, ring direction k % 2
+      order_ = plan_.orders[static_cast<size_t>(k / 2)];
+      box_ = plan_.boxes[static_cast<size_t>(k / 2)];
+      channel_ = static_cast<int>(k);  // the part's send queues
+      reverse_ = k % 2 == 1;
+      SetUpSlots(k);
       int step = 0;
       if (kind_ != CollectiveKind::kAllGather) {
         for (size_t t = 0; t < order_.size(); ++t) step = Phase(t, buffer, step, /*reduce=*/true);
@@ -201,6 +210,7 @@ class TorusGroupBuilder {
     if (kind_ == CollectiveKind::kReduceScatter) {
       for (int64_t i = 0; i < g_; ++i) {
         const int64_t member = group_[static_cast<size_t>(i)];
+        if (!Near(member)) continue;
         const BlockRange b = BlockOf(n_, g_, i);
         builder_.AddPiece(member, Buffer::kScratch, member, Buffer::kOutput,
                           {b.offset, 0, b.elements}, false, std::max(0, last_step - 1));
@@ -218,20 +228,28 @@ class TorusGroupBuilder {
   }
 
  private:
-  // Rotation r's part of n elements: its share (shares_), rounded down at the boundaries.
-  BlockRange PartOf(int64_t n, int64_t r) const {
+  // Part k's share of n elements (rotation k / 2's share, halved between its ring directions),
+  // rounded down at the boundaries; an all-reduce's boundaries to whole slots (multiples of the
+  // group size), so that when n is one too all the slots of a part have one size and every chip
+  // of a torus moves the same bytes (what the symmetric timing needs: symmetric_timing.h), as
+  // when a runtime pads each part to whole slots. (One rule for every n keeps the time
+  // monotone in n.)
+  BlockRange PartOf(int64_t n, int64_t k) const {
+    const auto share = [&](int64_t q) { return shares_[static_cast<size_t>(q / 2)] / 2; };
     double before = 0;
-    for (int64_t q = 0; q < r; ++q) before += shares_[static_cast<size_t>(q)];
-    const bool last = r + 1 == static_cast<int64_t>(shares_.size());
+    for (int64_t q = 0; q < k; ++q) before += share(q);
+    const bool last = k + 1 == 2 * static_cast<int64_t>(shares_.size());
+    const int64_t unit = kind_ == CollectiveKind::kAllReduce ? g_ : 1;
+    const int64_t units = n / unit;
     const auto at = [&](double fraction) {
-      return std::min(n, static_cast<int64_t>(static_cast<double>(n) * fraction));
+      return unit * std::min(units, static_cast<int64_t>(static_cast<double>(units) * fraction));
     };
-    const int64_t begin = r == 0 ? 0 : at(before);
-    const int64_t end = last ? n : at(before + shares_[static_cast<size_t>(r)]);
+    const int64_t begin = k == 0 ? 0 : at(before);
+    const int64_t end = last ? n : at(before + share(k));
     return {begin, std::max<int64_t>(0, end - begin)};
   }
 
-  // Slot ranges of rotation r (its part of the data), and (for r == 0) the initial local copies.
+  // Slot ranges of part r (see Build), and (for r == 0) the initial local copies.
   void SetUpSlots(int64_t r) {
     const size_t k = order_.size();
     slots_.resize(static_cast<size_t>(g_));
@@ -248,7 +266,7 @@ class TorusGroupBuilder {
           const BlockRange part = PartOf(n_, r);
           const BlockRange b = BlockOf(part.elements, g_, virtual_index);
           slots_[static_cast<size_t>(i)] = {part.offset + b.offset, b.elements};
-          if (r == 0) {
+          if (r == 0 && Near(member)) {
             builder_.AddRanges(member, Buffer::kInput, member, Buffer::kOutput, {{0, n_}}, false,
                                0);
           }
@@ -257,7 +275,7 @@ class TorusGroupBuilder {
         case CollectiveKind::kAllGather: {
           const BlockRange part = PartOf(n_, r);
           slots_[static_cast<size_t>(i)] = {i * n_ + part.offset, part.elements};
-          if (r == 0) {
+          if (r == 0 && Near(member)) {
             builder_.AddPiece(member, Buffer::kInput, member, Buffer::kOutput, {0, i * n_, n_},
                               false, 0);
           }
@@ -267,8 +285,8 @@ class TorusGroupBuilder {
           const BlockRange b = BlockOf(n_, g_, i);
           const BlockRange part = PartOf(b.elements, r);
           slots_[static_cast<size_t>(i)] = {b.offset + part.offset, part.elements};
-          if (r == 0) {
-            schedule_.scratch_elements[static_cast<size_t>(member)] = n_;
+          if (r == 0) schedule_.scratch_elements[static_cast<size_t>(member)] = n_;
+          if (r == 0 && Near(member)) {
             builder_.AddRanges(member, Buffer::kInput, member, Buffer::kScratch, {{0, n_}}, false,
                                0);
           }
@@ -277,6 +295,13 @@ class TorusGroupBuilder {
         default: break;
       }
     }
+  }
+
+  // Whether to build what `partition` sends or receives (BuildContext::near_chips).
+  bool Near(int64_t partition) const {
+    const std::vector<char>* near = context_.near_chips;
+    return near == nullptr ||
+           (*near)[static_cast<size_t>(context_.topology.ChipOfCore(partition))] != 0;
   }
 
   // Ranges of the slots whose owners have `fixed` coordinates on axes order_[0..t] (the other
@@ -323,15 +348,25 @@ class TorusGroupBuilder {
         }
       }
       std::vector<int64_t> ring(static_cast<size_t>(size));
+      bool near = false;
       for (int64_t q = 0; q < size; ++q) {
         c[axis] = q;
         ring[static_cast<size_t>(q)] = group_[static_cast<size_t>(box_->MemberAt(c))];
+        near = near || Near(ring[static_cast<size_t>(q)]);
       }
+      if (!near) continue;
+      // The part's ring direction: the reverse ring has position q at size - 1 - q.
+      std::vector<Ranges> reversed;
+      if (reverse_) {
+        std::reverse(ring.begin(), ring.end());
+        reversed.assign(it->second.rbegin(), it->second.rend());
+      }
+      const std::vector<Ranges>& pieces = reverse_ ? reversed : it->second;
       if (reduce) {
-        RingReduceScatter(builder_, ring, it->second, buffer, step0, context_.options.chunks, true,
+        RingReduceScatter(builder_, ring, pieces, buffer, step0, context_.options.chunks, false,
                           queues_, channel_);
       } else {
-        RingAllGather(builder_, ring, it->second, buffer, step0, context_.options.chunks, true,
+        RingAllGather(builder_, ring, pieces, buffer, step0, context_.options.chunks, false,
                       queues_, channel_);
       }
     }
@@ -350,7 +385,8 @@ class TorusGroupBuilder {
   std::vector<double> shares_;               // per rotation: its share of the data
   std::vector<size_t> order_;  // the current rotation's axis indices in reduce-scatter phase order
   std::vector<Range> slots_;   // [group index]
-  int channel_ = 0;            // the current rotation's first send-queue channel
+  int channel_ = 0;            // the current part's send-queue channel
+  bool reverse_ = false;       // the current part runs its rings in reverse order
   SendQueues queues_;
 };
 
@@ -375,8 +411,10 @@ void BuildTorus(const BuildContext& context, Schedule& schedule) {
     estimate += static_cast<double>(box.size()) *
                 (4.0 * static_cast<double>(steps * rotations) * context.options.chunks + 2);
   }
-  RequireScheduleMemory(context, "torus", estimate);
-  schedule.transfers.reserve(static_cast<size_t>(estimate));
+  if (context.near_chips == nullptr) {
+    RequireScheduleMemory(context, "torus", estimate);
+    schedule.transfers.reserve(static_cast<size_t>(estimate));
+  }
   ScheduleBuilder builder(schedule, /*track=*/context.derive_dependencies);
   std::string phases;
   for (size_t g = 0; g < context.groups.size(); ++g) {
@@ -391,11 +429,13 @@ void BuildTorus(const BuildContext& context, Schedule& schedule) {
       : context.spec.kind == CollectiveKind::kReduceScatter
           ? "reduce-scatter along each axis in turn"
           : "all-gather along each axis in turn";
-  schedule.description = std::string("dimension-wise torus: ") + what +
-                         "; a bidirectional ring per line, the data cut into one part per chip "
-                         "axis, each part with the axes rotated (all axes busy at once), " +
-                         std::to_string(context.options.chunks) +
-                         " sub-chunk(s) per piece; reduce-scatter phase orders (one per part):" + phases;
+  schedule.description =
+      std::string("dimension-wise torus: ") + what +
+      "; a ring per line, the data cut into one part per chip axis, each "
+      "with the axes rotated (all axes busy at once) and halved between the "
+      "ring directions, " +
+      std::to_string(context.options.chunks) +
+      " sub-chunk(s) per piece; reduce-scatter phase orders (one per part):" + phases;
 }
 
 }  // namespace podsim::sim::internal

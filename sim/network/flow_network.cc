@@ -31,26 +31,57 @@ constexpr size_t kRecentClasses = size_t{1} << 14;
 
 }  // namespace
 
+namespace {
+
+// Links the model counts: the topology's, or with FlowOptions::link_orbits its orbits.
+int32_t CountedLinks(const topo::Topology& topology, const FlowOptions& options) {
+  if (topology.links().size() >= static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    throw Error("flow network: topology " + topology.name() + " has too many links for int32 ids");
+  }
+  if (options.link_orbits == nullptr) return static_cast<int32_t>(topology.links().size());
+  if (options.link_orbits->size() != topology.links().size()) {
+    throw Error("flow network: link_orbits has " + std::to_string(options.link_orbits->size()) +
+                " entries for the " + std::to_string(topology.links().size()) + " links of " +
+                topology.name());
+  }
+  int32_t orbits = 0;
+  for (int32_t o : *options.link_orbits) {
+    if (o < 0) throw Error("flow network: negative link orbit");
+    orbits = std::max(orbits, o + 1);
+  }
+  return orbits;
+}
+
+}  // namespace
 
 FlowNetwork::Impl::Impl(const topo::Topology& topology, FlowOptions options)
     : topology_(topology),
       options_(options),
-      num_links_(static_cast<int32_t>(topology.links().size())),
-      used_(topology.links().size(), 0.0),
-      done_bytes_(topology.links().size(), 0.0),
-      filler_(static_cast<int32_t>(topology.links().size())),
-      link_classes_(topology.links().size()),
-      link_mark_(topology.links().size(), 0) {
-  if (topology.links().size() >= static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
-    throw Error("flow network: topology " + topology.name() + " has too many links for int32 ids");
-  }
+      num_links_(CountedLinks(topology, options)),
+      capacity_(static_cast<size_t>(num_links_), 0.0),
+      latency_(static_cast<size_t>(num_links_), -1),
+      used_(static_cast<size_t>(num_links_), 0.0),
+      done_bytes_(static_cast<size_t>(num_links_), 0.0),
+      filler_(num_links_),
+      link_classes_(static_cast<size_t>(num_links_)),
+      link_mark_(static_cast<size_t>(num_links_), 0) {
   for (const topo::Link& link : topology.links()) {
     if (!(link.bandwidth.value > 0)) {
       throw Error("flow network: link " + std::to_string(link.id) + " of " + topology.name() +
                   " has bandwidth " + std::to_string(link.bandwidth.value) + " B/s (must be > 0)");
     }
-    capacity_.push_back(link.bandwidth.value);
-    latency_.push_back(link.latency.picos());
+    const size_t l = static_cast<size_t>(
+        options.link_orbits ? (*options.link_orbits)[static_cast<size_t>(link.id)] : link.id);
+    if (latency_[l] >= 0 &&
+        (capacity_[l] != link.bandwidth.value || latency_[l] != link.latency.picos())) {
+      throw Error("flow network: link orbit " + std::to_string(l) + " of " + topology.name() +
+                  " joins links of different bandwidth or latency");
+    }
+    capacity_[l] = link.bandwidth.value;
+    latency_[l] = link.latency.picos();
+  }
+  for (size_t l = 0; l < latency_.size(); ++l) {
+    if (latency_[l] < 0) throw Error("flow network: link orbit " + std::to_string(l) + " is empty");
   }
   if (options_.aggregate) recent_.resize(kRecentClasses);
   last_class_for_dst_.assign(static_cast<size_t>(topology.num_cores()), -1);
@@ -165,6 +196,12 @@ void FlowNetwork::Impl::Start(TransferId id, int64_t src_core, int64_t dst_core,
   const int64_t dst_chip = topology_.ChipOfCore(dst_core);
   if (src_chip == dst_chip || src_core != route_src_core_ || dst_chip != route_dst_chip_) {
     route_count_ = topology_.RouteSplitInto(src_core, dst_core, route_paths_);
+    if (options_.link_orbits != nullptr) {
+      for (size_t p = 0; p < route_count_; ++p) {
+        for (int64_t& l : route_paths_[p].links)
+          l = (*options_.link_orbits)[static_cast<size_t>(l)];
+      }
+    }
     route_src_core_ = src_chip == dst_chip ? -1 : src_core;
     route_dst_chip_ = src_chip == dst_chip ? -1 : dst_chip;
   }
@@ -190,7 +227,9 @@ void FlowNetwork::Impl::Start(TransferId id, int64_t src_core, int64_t dst_core,
       // Nothing to move over links: sent now (reported with the next Advance), done after the
       // path's latency (0 for the same core).
       SubflowSent(id, slot);
-      SubflowDone(id, slot, batch_ps_ + internal::PathLatencyPs(topology_, paths[p].links));
+      int64_t latency_ps = 0;
+      for (int64_t l : paths[p].links) latency_ps += latency_[static_cast<size_t>(l)];
+      SubflowDone(id, slot, batch_ps_ + latency_ps);
       continue;
     }
     const int32_t c = FindOrCreateClass(paths[p].links, parts[p], dst_core);
@@ -464,6 +503,13 @@ const std::vector<double>& FlowNetwork::Impl::LinkBytes() {
     const double sent = Weight(c) * std::clamp(bytes - left, 0.0, bytes);
     const int32_t* links = Links(c);
     for (int32_t i = 0; i < NumLinks(c); ++i) link_bytes_[static_cast<size_t>(links[i])] += sent;
+  }
+  if (options_.link_orbits != nullptr) {  // every link carries its orbit's bytes
+    const std::vector<double> orbit_bytes = link_bytes_;
+    link_bytes_.assign(options_.link_orbits->size(), 0.0);
+    for (size_t l = 0; l < link_bytes_.size(); ++l) {
+      link_bytes_[l] = orbit_bytes[static_cast<size_t>((*options_.link_orbits)[l])];
+    }
   }
   return link_bytes_;
 }

@@ -52,6 +52,12 @@ struct FlowOptions {
   // Merge flows of one start batch with identical path and byte count into one weighted class.
   // Exact; off only to measure its effect.
   bool aggregate = true;
+  // Non-null: the network is the quotient of a translation-symmetric pod by its translations
+  // (sim/network/symmetric_flow.h): link l counts as orbit (*link_orbits)[l] (ids 0..K-1, the
+  // links of an orbit of one bandwidth and latency), a started transfer stands for itself and
+  // each of its translates (one per chip), a route crossing m links of an orbit loads it m
+  // times, and LinkBytes gives every link its orbit's bytes. Must outlive the model.
+  const std::vector<int32_t>* link_orbits = nullptr;
 };
 
 class FlowNetwork : public NetworkModel {

@@ -86,6 +86,12 @@ bool TranslationSymmetric(const topo::Topology& topology) {
   return FindLinkOrbits(topology).has_value();
 }
 
+std::optional<std::vector<int32_t>> TranslationLinkOrbits(const topo::Topology& topology) {
+  std::optional<LinkOrbits> orbits = FindLinkOrbits(topology);
+  if (!orbits) return std::nullopt;
+  return std::move(orbits->orbit);
+}
+
 std::optional<SymmetricFlowResult> SolveSymmetricFlow(const topo::Topology& topology,
                                                       const std::vector<RepresentativeTransfer>& reps,
                                                       Time start) {

@@ -47,6 +47,9 @@ struct SymmetricFlowResult {
 // Whether the translations of `topology` are automorphisms that preserve routes, bandwidths and
 // latencies (see above). Cheap: one pass over the links.
 bool TranslationSymmetric(const topo::Topology& topology);
+// The orbit of each link (by id; orbits numbered 0..K-1) under those translations, for
+// FlowOptions::link_orbits; std::nullopt if TranslationSymmetric(topology) is false.
+std::optional<std::vector<int32_t>> TranslationLinkOrbits(const topo::Topology& topology);
 
 // Times the traffic made of every translate of `reps` (each started at its start, else at `start`) on the flow
 // model; std::nullopt if TranslationSymmetric(topology) is false. Throws podsim::Error on a
