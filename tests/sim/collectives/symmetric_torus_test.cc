@@ -17,11 +17,11 @@
 namespace podsim::sim {
 namespace {
 
-std::unique_ptr<topo::Topology> Load(const std::string& json) {
+std::unique_ptr<topo::Topology> LoadTorus(const std::string& json) {
   return topo::LoadTopology(nlohmann::json::parse(json), "topology");
 }
 
-CollectiveSpec Spec(CollectiveKind kind, int64_t elements) {
+CollectiveSpec TorusSpec(CollectiveKind kind, int64_t elements) {
   CollectiveSpec spec;
   spec.kind = kind;
   spec.elements = elements;
@@ -29,11 +29,12 @@ CollectiveSpec Spec(CollectiveKind kind, int64_t elements) {
 }
 
 // Within a few picoseconds per event (sums rounded in another order); what is counted, exactly.
-void CheckAgainstFullModel(const topo::Topology& topology, CollectiveKind kind, int64_t elements) {
+void CheckTorusAgainstFullModel(const topo::Topology& topology, CollectiveKind kind,
+                                int64_t elements) {
   INFO(topology.name() << ", " << std::string(CollectiveKindName(kind)) << ", " << elements
                        << " elements");
   const int chunks = 1;
-  const CollectiveSpec spec = Spec(kind, elements);
+  const CollectiveSpec spec = TorusSpec(kind, elements);
   TimingOptions options;
   options.fixed_overhead = Time::FromMicros(3);
   const std::optional<TimingResult> fast =
@@ -68,30 +69,30 @@ void CheckAgainstFullModel(const topo::Topology& topology, CollectiveKind kind, 
 TEST_CASE("symmetric torus: the same times, bytes and link loads as the whole schedule") {
   // 3D with four cores per chip (three rotations, an on-chip ring first), rings of 3 (odd) and
   // 4, a 2-chip axis without wraparound (one orbit for its two directions), a core axis of 2.
-  const auto cube = Load(R"({"kind": "torus", "dims": [4, 4, 4], "cores_per_chip": 4,
+  const auto cube = LoadTorus(R"({"kind": "torus", "dims": [4, 4, 4], "cores_per_chip": 4,
       "link_bandwidth": 4.5e10, "hop_latency_us": 1})");
-  const auto odd = Load(R"({"kind": "torus", "dims": [3, 4], "cores_per_chip": 2,
+  const auto odd = LoadTorus(R"({"kind": "torus", "dims": [3, 4], "cores_per_chip": 2,
       "link_bandwidth": 1e11, "hop_latency_us": 0.5})");
-  const auto two = Load(R"({"kind": "torus", "dims": [2, 4], "cores_per_chip": 2,
+  const auto two = LoadTorus(R"({"kind": "torus", "dims": [2, 4], "cores_per_chip": 2,
       "wraparound": [false, true], "link_bandwidth": 2.8e10, "hop_latency_us": 0.25})");
-  const auto single = Load(R"({"kind": "torus", "dims": [4, 4, 2], "cores_per_chip": 1})");
+  const auto single = LoadTorus(R"({"kind": "torus", "dims": [4, 4, 2], "cores_per_chip": 1})");
   // Payloads: 8 MiB of floats (24 members: 8 MiB - 8 B), and an odd multiple of the group (odd
   // slots: the parts of a rotation differ by an element per slot).
   for (const topo::Topology* t : {cube.get(), odd.get(), two.get(), single.get()}) {
     const int64_t g = t->num_cores();
     for (const CollectiveKind kind :
          {CollectiveKind::kAllReduce, CollectiveKind::kReduceScatter, CollectiveKind::kAllGather}) {
-      CheckAgainstFullModel(*t, kind, (int64_t{2} << 20) / g * g);
-      CheckAgainstFullModel(*t, kind, 37 * g);
+      CheckTorusAgainstFullModel(*t, kind, (int64_t{2} << 20) / g * g);
+      CheckTorusAgainstFullModel(*t, kind, 37 * g);
     }
   }
   // All-gather slots are whole inputs: any size.
-  CheckAgainstFullModel(*odd, CollectiveKind::kAllGather, 1001);
+  CheckTorusAgainstFullModel(*odd, CollectiveKind::kAllGather, 1001);
 }
 
 TEST_CASE("symmetric torus: where the shortcut does not apply, it says so") {
-  const auto torus = Load(R"({"kind": "torus", "dims": [4, 4], "cores_per_chip": 2})");
-  const CollectiveSpec spec = Spec(CollectiveKind::kAllReduce, 32 * 64);
+  const auto torus = LoadTorus(R"({"kind": "torus", "dims": [4, 4], "cores_per_chip": 2})");
+  const CollectiveSpec spec = TorusSpec(CollectiveKind::kAllReduce, 32 * 64);
   const TimingOptions options;
   CHECK(TimeSymmetricTorus(spec, *torus, "torus", 1, "flow", options).has_value());
   CHECK_FALSE(TimeSymmetricTorus(spec, *torus, "torus", 1, "analytic", options).has_value());
@@ -100,8 +101,8 @@ TEST_CASE("symmetric torus: where the shortcut does not apply, it says so") {
   recorded.record_transfers = true;
   CHECK_FALSE(TimeSymmetricTorus(spec, *torus, "torus", 1, "flow", recorded).has_value());
   // Slots of different sizes: 2049 elements over 32 members.
-  CHECK_FALSE(TimeSymmetricTorus(Spec(CollectiveKind::kAllReduce, 2049), *torus, "torus", 1, "flow",
-                                 options)
+  CHECK_FALSE(TimeSymmetricTorus(TorusSpec(CollectiveKind::kAllReduce, 2049), *torus, "torus", 1,
+                                 "flow", options)
                   .has_value());
   // Sub-chunks: the chip at position q of a ring receives its next piece from sub-chunk q, which
   // the send queue delays after the others; not the same on every chip.
@@ -112,13 +113,13 @@ TEST_CASE("symmetric torus: where the shortcut does not apply, it says so") {
                            {16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31}};
   CHECK_FALSE(TimeSymmetricTorus(halves, *torus, "torus", 1, "flow", options).has_value());
   // A line of more than 2 chips has ends: no translation symmetry.
-  const auto mesh = Load(R"({"kind": "mesh", "dims": [4, 4]})");
+  const auto mesh = LoadTorus(R"({"kind": "mesh", "dims": [4, 4]})");
   CHECK_FALSE(TimeSymmetricTorus(spec, *mesh, "torus", 1, "flow", options).has_value());
   // A twisted torus is left to the whole schedule.
-  const auto twisted = Load(R"({"kind": "torus", "dims": [2, 2, 4],
+  const auto twisted = LoadTorus(R"({"kind": "torus", "dims": [2, 2, 4],
       "twist": {"dim": 0, "offsets": [0, 0, 2]}})");
-  CHECK_FALSE(TimeSymmetricTorus(Spec(CollectiveKind::kAllReduce, 16 * 64), *twisted, "torus", 1,
-                                 "flow", options)
+  CHECK_FALSE(TimeSymmetricTorus(TorusSpec(CollectiveKind::kAllReduce, 16 * 64), *twisted, "torus",
+                                 1, "flow", options)
                   .has_value());
 }
 
