@@ -6,10 +6,10 @@
 //                 ChooseRingOrder (group_geometry.h): a Hamiltonian cycle on box groups.
 //   "ring-bidir"  bidirectional ring: each piece halved, one half each way round.
 //   "torus"       dimension-wise: reduce-scatter along each axis of a box group in turn, then
-//                 all-gather back in reverse order, a bidirectional ring per line; the data is
-//                 cut into one part per chip axis, each with the axes rotated, so that every
-//                 axis's links are busy at once (all-reduce, all-gather, reduce-scatter; box
-//                 groups on grid topologies).
+//                 all-gather back in reverse order, a ring per line; the data is cut into one
+//                 part per chip axis, each with the axes rotated, so that every axis's links are
+//                 busy at once, and each part halved between the two ring directions
+//                 (all-reduce, all-gather, reduce-scatter; box groups on grid topologies).
 //   "direct"      every pair at once, one message per pair (every collective; the only one for
 //                 collective-permute).
 //   "dim-staged"  all-to-all in one stage per axis, aggregated messages between neighbours of
@@ -23,9 +23,9 @@
 // counting), "ring-bidir", "ring", for groups of a power-of-two size "halving-doubling", and
 // when the groups hold at most 256 members in all "direct" (it wins small payloads: two
 // steps), the one that finishes first: timed on the flow network when the groups hold at most
-// 256 members in all, else by the alpha-beta closed form (closed_form.h). tests/experiments/default_algorithm_test.cc checks
-// it against `best` on the presets.
-// Each replica group runs the algorithm independently and concurrently, in one schedule.
+// 256 members in all, else by the alpha-beta closed form (closed_form.h).
+// tests/experiments/default_algorithm_test.cc checks it against `best` on the presets. Each replica
+// group runs the algorithm independently and concurrently, in one schedule.
 
 #include <string>
 #include <vector>

@@ -29,10 +29,6 @@ using internal::kPsPerSecond;
 // Entries of the cache that finds a new flow's class among the batch's recent classes.
 constexpr size_t kRecentClasses = size_t{1} << 14;
 
-}  // namespace
-
-namespace {
-
 // Links the model counts: the topology's, or with FlowOptions::link_orbits its orbits.
 int32_t CountedLinks(const topo::Topology& topology, const FlowOptions& options) {
   if (topology.links().size() >= static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
