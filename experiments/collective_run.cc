@@ -175,9 +175,9 @@ CollectiveRunResult RunCollective(const CollectiveRunConfig& config,
       return;
     }
     // The torus algorithm over a whole symmetric pod: timed on chip 0's transfers.
-    if (std::optional<sim::TimingResult> fast = sim::TimeSymmetricTorus(
+    if (std::optional<sim::SymmetricTiming> fast = sim::TimeSymmetricTorus(
             spec, topology, name, static_cast<int>(config.chunks), config.network, timing)) {
-      into.timing = std::move(*fast);
+      into.timing = std::move(fast->timing);
       into.algorithm = "torus";
       into.schedule = sim::Schedule();
       into.schedule.kind = spec.kind;

@@ -156,11 +156,11 @@ std::optional<Schedule> Representatives(const Schedule& near, const topo::Topolo
 
 }  // namespace
 
-std::optional<TimingResult> TimeSymmetricTorus(const CollectiveSpec& spec,
-                                               const topo::Topology& topology,
-                                               const std::string& algorithm, int chunks,
-                                               const std::string& network,
-                                               const TimingOptions& options) {
+std::optional<SymmetricTiming> TimeSymmetricTorus(const CollectiveSpec& spec,
+                                                  const topo::Topology& topology,
+                                                  const std::string& algorithm, int chunks,
+                                                  const std::string& network,
+                                                  const TimingOptions& options) {
   if (network != "flow" || options.record_transfers || topology.grid() == nullptr) {
     return std::nullopt;
   }
@@ -191,7 +191,23 @@ std::optional<TimingResult> TimeSymmetricTorus(const CollectiveSpec& spec,
   FlowOptions quotient;
   quotient.link_orbits = &*orbits;
   FlowNetwork flow(topology, quotient);
-  TimingResult t = RunTiming(*reps, topology, flow, options);
+  TimingOptions recorded = options;
+  recorded.record_transfers = true;
+  SymmetricTiming out;
+  TimingResult& t = out.timing;
+  t = RunTiming(*reps, topology, flow, recorded);
+  // A core's last transfer in is the translate of a chip-0 transfer into the same local core.
+  const int64_t cpc = topology.cores_per_chip();
+  out.done_by_local_core.assign(static_cast<size_t>(cpc), options.fixed_overhead);
+  for (size_t i = 0; i < reps->transfers.size(); ++i) {
+    const ChunkTransfer& x = reps->transfers[i];
+    for (const int64_t core : {x.src % cpc, x.dst % cpc}) {
+      Time& done = out.done_by_local_core[static_cast<size_t>(core)];
+      done = std::max(done, t.transfer_end[i]);
+    }
+  }
+  t.transfer_start.clear();
+  t.transfer_end.clear();
   // Every transfer stands for one per chip.
   const int64_t chips = topology.num_chips();
   t.network_transfers *= chips;
@@ -201,7 +217,7 @@ std::optional<TimingResult> TimeSymmetricTorus(const CollectiveSpec& spec,
     step.transfers *= chips;
     step.bytes *= chips;
   }
-  return t;
+  return out;
 }
 
 }  // namespace podsim::sim

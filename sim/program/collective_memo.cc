@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "sim/collectives/algorithms.h"
 #include "sim/collectives/closed_form.h"
+#include "sim/collectives/symmetric_timing.h"
 #include "sim/collectives/timing.h"
 
 namespace podsim::sim {
@@ -119,6 +120,24 @@ CollectiveMemo ComputeMemo(const CollectivePlan& plan, const topo::Topology& top
   CollectiveMemo memo;
   const int64_t partitions = static_cast<int64_t>(plan.group_of.size());
   memo.done.assign(static_cast<size_t>(partitions), Time());
+  TimingOptions timing;
+  timing.fixed_overhead = options.fixed_overhead;
+  timing.local_copy_bandwidth = options.local_copy_bandwidth;
+  // The torus algorithm over every core of a symmetric pod: exact from chip 0's transfers.
+  if (partitions == topology.num_cores()) {
+    if (std::optional<SymmetricTiming> fast =
+            TimeSymmetricTorus(plan.spec, topology, plan.algorithm.algorithm, plan.algorithm.chunks,
+                               options.network, timing)) {
+      memo.total = fast->timing.total;
+      memo.network_transfers = fast->timing.network_transfers;
+      memo.link_bytes = std::move(fast->timing.link_bytes);
+      const int64_t cpc = topology.cores_per_chip();
+      for (int64_t p = 0; p < partitions; ++p) {
+        memo.done[static_cast<size_t>(p)] = fast->done_by_local_core[static_cast<size_t>(p % cpc)];
+      }
+      return memo;
+    }
+  }
   const int64_t estimate = EstimateTransfers(plan);
   if (estimate > options.exact_max_transfers &&
       plan.spec.kind != CollectiveKind::kCollectivePermute) {
@@ -136,9 +155,6 @@ CollectiveMemo ComputeMemo(const CollectivePlan& plan, const topo::Topology& top
   const Schedule schedule = BuildSchedule(plan.spec, topology, plan.algorithm);
   std::unique_ptr<NetworkModel> network =
       MakeNetworkModel(options.network, topology, options.network_options);
-  TimingOptions timing;
-  timing.fixed_overhead = options.fixed_overhead;
-  timing.local_copy_bandwidth = options.local_copy_bandwidth;
   timing.record_transfers = true;
   TimingResult r = RunTiming(schedule, topology, *network, timing);
   memo.total = r.total;

@@ -6,10 +6,12 @@
 //  - CollectiveMemo: the collective's duration when it runs alone on an otherwise idle network
 //    with every group starting together, per partition, and the bytes it puts on each link.
 //    Exact (the schedule run on a fresh network model of the configured kind, as RunTiming
-//    does) unless the schedule would exceed exact_max_transfers network transfers and the
-//    algorithm is "direct", whose closed form (sim/collectives/closed_form.h) agrees with the flow
-//    model within a few hop latencies; then every member finishes at the closed-form time and
-//    the link bytes come from routing each pair's bytes.
+//    does; the torus algorithm over every core of a symmetric pod on the flow model from chip
+//    0's transfers, TimeSymmetricTorus in sim/collectives/symmetric_timing.h) unless the schedule
+//    would exceed exact_max_transfers network transfers and the algorithm is "direct", whose closed
+//    form (sim/collectives/closed_form.h) agrees with the flow model within a few hop latencies;
+//    then every member finishes at the closed-form time and the link bytes come from routing each
+//    pair's bytes.
 
 #include <cstdint>
 #include <memory>

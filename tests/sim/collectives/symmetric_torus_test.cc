@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -37,16 +38,34 @@ void CheckTorusAgainstFullModel(const topo::Topology& topology, CollectiveKind k
   const CollectiveSpec spec = TorusSpec(kind, elements);
   TimingOptions options;
   options.fixed_overhead = Time::FromMicros(3);
-  const std::optional<TimingResult> fast =
+  const std::optional<SymmetricTiming> fast_timing =
       TimeSymmetricTorus(spec, topology, "torus", chunks, "flow", options);
-  REQUIRE(fast.has_value());
+  REQUIRE(fast_timing.has_value());
+  const TimingResult* fast = &fast_timing->timing;
+  CHECK(fast->transfer_end.empty());  // chip 0's transfers' times are not the schedule's
   AlgorithmOptions algo;
   algo.algorithm = "torus";
   algo.chunks = chunks;
   const Schedule schedule = BuildSchedule(spec, topology, algo);
   FlowNetwork flow(topology);
-  const TimingResult full = RunTiming(schedule, topology, flow, options);
+  TimingOptions recorded = options;
+  recorded.record_transfers = true;
+  const TimingResult full = RunTiming(schedule, topology, flow, recorded);
   const int64_t events = static_cast<int64_t>(full.steps.size()) + 8;
+  // Each partition's part ends with its last transfer in or out.
+  std::vector<Time> done(static_cast<size_t>(topology.num_cores()), options.fixed_overhead);
+  for (size_t i = 0; i < schedule.transfers.size(); ++i) {
+    for (const int64_t p : {schedule.transfers[i].src, schedule.transfers[i].dst}) {
+      done[static_cast<size_t>(p)] = std::max(done[static_cast<size_t>(p)], full.transfer_end[i]);
+    }
+  }
+  const int64_t cpc = topology.cores_per_chip();
+  REQUIRE(fast_timing->done_by_local_core.size() == static_cast<size_t>(cpc));
+  for (size_t p = 0; p < done.size(); ++p) {
+    INFO("partition " << p);
+    const Time mine = fast_timing->done_by_local_core[p % static_cast<size_t>(cpc)];
+    CHECK(std::abs(mine.picos() - done[p].picos()) <= 4 * events);
+  }
   CHECK(std::abs(fast->total.picos() - full.total.picos()) <= 4 * events);
   CHECK(fast->network_transfers == full.network_transfers);
   CHECK(fast->network_bytes == full.network_bytes);
