@@ -12,12 +12,12 @@
 // translations (FlowOptions::link_orbits), gives every transfer's times. (Sub-chunks break it:
 // the member at ring position q finds its next piece in sub-chunk q of what it received, which
 // its sender's queue sent after the others.)
-
+//
 // Where the deps come from. BuildTorus derives them from buffer ranges (ScheduleBuilder's
 // tracking). A transfer's deps are the earlier transfers that touched the ranges it reads or
 // writes, i.e. transfers into or out of its source or destination; so chip 0's transfers get
 // complete deps from a schedule built only over the lines through chip 0 and its neighbours
-// (BuildTorusNear), a few hundredth of the pod's. Its transfers are matched with their chip-0
+// (BuildTorusNear), a few hundredths of the pod's. Its transfers are matched with their chip-0
 // translates by (local cores, chip offset, step, and their rank among the transfers of the same
 // source, destination and step in build order): the builder issues each pair's transfers in the
 // same order on every chip, and builds a pair's transfers all or none. Anything that does not
