@@ -158,8 +158,12 @@ CollectiveRunResult RunCollective(const CollectiveRunConfig& config,
   const sim::CollectiveSpec spec = SpecOf(config, topology);
   sim::TimingOptions timing;
   timing.fixed_overhead = Time::FromMicros(config.overhead_us);
-  // Builds algorithm `name` ("": the default) and times it alone on an idle network.
-  auto build_and_time = [&](const std::string& name, CollectiveRunResult& into) {
+  // Builds algorithm `requested` ("": the default) and times it alone on an idle network.
+  auto build_and_time = [&](const std::string& requested, CollectiveRunResult& into) {
+    // Resolved once: on small groups the default times its candidates.
+    const std::string name = requested.empty() || requested == "default"
+                                 ? sim::DefaultAlgorithm(spec, topology)
+                                 : requested;
     // A direct all-to-all over a whole symmetric pod: the flow model's answer from one chip's
     // flows, the schedule built only if asked for (EnsureSchedule).
     if (std::optional<sim::SymmetricTiming> fast =
