@@ -164,25 +164,17 @@ CollectiveRunResult RunCollective(const CollectiveRunConfig& config,
     const std::string name = requested.empty() || requested == "default"
                                  ? sim::DefaultAlgorithm(spec, topology)
                                  : requested;
-    // A direct all-to-all over a whole symmetric pod: the flow model's answer from one chip's
-    // flows, the schedule built only if asked for (EnsureSchedule).
-    if (std::optional<sim::SymmetricTiming> fast =
-            sim::TimeSymmetricAllToAll(spec, topology, name, config.network, timing)) {
-      into.timing = std::move(fast->timing);
-      into.algorithm = "direct";
-      into.schedule = sim::Schedule();
-      into.schedule.kind = spec.kind;
-      into.schedule.algorithm = into.algorithm;
-      into.schedule.num_partitions = topology.num_cores();
-      into.schedule.num_steps = 1;
-      into.schedule_built = false;
-      return;
+    // A direct all-to-all or the torus algorithm over a whole symmetric pod: timed from chip
+    // 0's transfers, the schedule built only if asked for (EnsureSchedule).
+    std::optional<sim::SymmetricTiming> fast =
+        sim::TimeSymmetricAllToAll(spec, topology, name, config.network, timing);
+    if (!fast) {
+      fast = sim::TimeSymmetricTorus(spec, topology, name, static_cast<int>(config.chunks),
+                                     config.network, timing);
     }
-    // The torus algorithm over a whole symmetric pod: timed on chip 0's transfers.
-    if (std::optional<sim::SymmetricTiming> fast = sim::TimeSymmetricTorus(
-            spec, topology, name, static_cast<int>(config.chunks), config.network, timing)) {
+    if (fast) {
       into.timing = std::move(fast->timing);
-      into.algorithm = "torus";
+      into.algorithm = name;
       into.schedule = sim::Schedule();
       into.schedule.kind = spec.kind;
       into.schedule.algorithm = into.algorithm;

@@ -52,17 +52,16 @@ std::optional<SymmetricTiming> TimeSymmetricAllToAll(const CollectiveSpec& spec,
                                                      const std::string& network,
                                                      const TimingOptions& options);
 
-// The timing of the torus algorithm (`algorithm` "torus", or "" / "default" when that is the
-// default's choice) cut into `chunks` sub-chunks, for an all-reduce, all-gather or
-// reduce-scatter over every core of a translation-symmetric pod in core order, on the model named
-// `network`, from chip 0's transfers (symmetric_torus.cc says why that is exact); std::nullopt when
-// the shortcut does not apply: another model or algorithm, other groups, a payload whose slots
-// differ in size (all-reduce and reduce-scatter: elements not a multiple of the cores), options
-// that ask for per-transfer times. Same TimingResult as RunTiming on BuildSchedule's schedule,
-// within the rounding of sums taken in another order (but for per-transfer times, which it
-// never records), and when each core's part ends (its last transfer in or out, local ones
-// included): the same on every chip. A 16,384-core all-reduce (9.4 million transfers) runs as
-// 2,304.
+// The timing of the torus algorithm (`algorithm` "torus"; callers resolve the default) cut into
+// `chunks` sub-chunks, for an all-reduce, all-gather or reduce-scatter over every core of a
+// translation-symmetric pod in core order, on the model named `network`, from chip 0's transfers
+// (symmetric_torus.cc says why that is exact); std::nullopt when the shortcut does not apply:
+// another model or algorithm, other groups, a payload whose slots differ in size (all-reduce and
+// reduce-scatter: elements not a multiple of the cores), options that ask for per-transfer times.
+// Same TimingResult as RunTiming on BuildSchedule's schedule, within the rounding of sums taken in
+// another order (but for per-transfer times, which it never records), and when each core's part
+// ends (its last transfer in or out, local ones included): the same on every chip. A 16,384-core
+// all-reduce (9.4 million transfers) runs as 2,304.
 std::optional<SymmetricTiming> TimeSymmetricTorus(const CollectiveSpec& spec,
                                                   const topo::Topology& topology,
                                                   const std::string& algorithm, int chunks,

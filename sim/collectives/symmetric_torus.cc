@@ -178,10 +178,7 @@ std::optional<SymmetricTiming> TimeSymmetricTorus(const CollectiveSpec& spec,
     if (groups[0][i] != static_cast<int64_t>(i)) return std::nullopt;
   }
   if (chunks != 1 || !EqualSlots(spec, topology.num_cores())) return std::nullopt;
-  if (algorithm != "torus" && !((algorithm.empty() || algorithm == "default") &&
-                                DefaultAlgorithm(spec, topology) == "torus")) {
-    return std::nullopt;
-  }
+  if (algorithm != "torus") return std::nullopt;
   AlgorithmOptions build;
   build.chunks = chunks;
   const Schedule near = internal::BuildTorusNear(spec, topology, build, NearChipZero(topology));
