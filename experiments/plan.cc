@@ -7,7 +7,6 @@
 #include <sstream>
 
 #include "base/config.h"
-#include "base/csv.h"
 #include "base/error.h"
 #include "base/format.h"
 #include "base/parallel.h"
