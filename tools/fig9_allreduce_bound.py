@@ -50,7 +50,12 @@ def run(podsim, op, algorithm, partitions, hop_us, line_short_axis):
             f"topology.link_bandwidth={BANDWIDTH}", "--set", f"topology.hop_latency_us={hop_us}"]
     if line_short_axis:
         args += ["--set", "topology.wraparound=[false,true]"]
-    out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+    try:
+        out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+    except OSError as e:
+        sys.exit(f"fig9_allreduce_bound: cannot run {podsim}: {e.strerror}")
+    except subprocess.CalledProcessError as e:
+        sys.exit(f"fig9_allreduce_bound: {' '.join(args)} failed: {e.stderr.strip()}")
     for line in out.splitlines():
         words = line.split()
         if len(words) == 3 and words[0] == "time" and words[2] == "us":
@@ -98,9 +103,11 @@ def describe(label, fit, model, paper):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("podsim")
-    parser.add_argument("--at-least", type=float)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("podsim", help="the podsim binary")
+    parser.add_argument("--at-least", type=float, metavar="PERCENT",
+                        help="exit 1 if some hypothesis's best worst error is below PERCENT")
     args = parser.parse_args()
     paper = {(op, n): us for op, values in paper_values().items() for n, us in values.items()}
     failed = False
